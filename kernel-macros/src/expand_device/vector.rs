@@ -49,12 +49,12 @@ impl DevGen<'_> {
     /// `body` reads the loads below `roots` from chunk registers. `decls` open each chunk,
     /// `after` closes it (a vectorized store).
     pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream) -> TokenStream {
-        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after)
+        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false)
     }
 
     /// [`Self::phase_chunks`] in `layout`: in the `mma` layout a chunk is the pair of adjacent
     /// columns a thread holds in each 16x8 tile.
-    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream) -> TokenStream {
+    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool) -> TokenStream {
         let v = self.chunk_len(numel, layout);
         let mut loads = Vec::new();
         for r in roots {
@@ -81,6 +81,24 @@ impl DevGen<'_> {
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
+        if let (Layout::Mma { .. }, true) = (layout, rolled) {
+            let pairs = self.slots(numel, layout) / 2;
+            let f = Self::mma_flat_at(layout, &quote!(__j));
+            let d = &self.d;
+            let copies = (0..2usize).map(|i| quote!({ let __v: usize = #i; let __j: usize = 2 * __p + #i; let __f: usize = #f; #b }));
+            return quote! {
+                #pre
+                let __np: usize = #d::opaque_usize(#pairs);
+                let mut __p: usize = 0;
+                while __p < __np {
+                    #decls
+                    #(#copies)*
+                    #after
+                    __p += 1;
+                }
+                #post
+            };
+        }
         if let Layout::Mma { .. } = layout {
             let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
                 let copies = (0..2).map(|i| {
@@ -260,11 +278,23 @@ impl DevGen<'_> {
                 }
             }
         };
-        let slow = self.phase_chunks_in(numel, layout, &roots, body, decls, after);
+        let cursor = self.cursor.get();
+        let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false);
+        // (Generated again rolled below only when the first generation staged nothing in shared memory.)
+        let staged_nothing = self.cursor.get() == cursor;
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
             Some((setup, fast)) => {
                 // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
-                let slow = if self.outline_cold { quote!(#d::outline(move || { #slow });) } else { slow };
+                // Out of line, the stores are a loop over the column pairs: the function reads
+                // the values from its copy of the captured arrays, so indexing them with the
+                // loop counter leaves the caller's registers alone (inline, it would put the
+                // arrays in local memory).
+                let slow = if self.outline_cold && staged_nothing {
+                    let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true);
+                    quote!(#d::outline(move || { #rolled });)
+                } else {
+                    slow
+                };
                 quote! {{
                     #setup
                     if __sfast { #fast } else { ::core::hint::cold_path(); #slow }

@@ -58,7 +58,7 @@ impl DevGen<'_> {
                 quote!((if #c { #cl } else { #r }))
             }
         };
-        let at = |i: usize| At::Flat(flat(quote!(#i)));
+        let at_tok = |i: TokenStream| At::Flat(flat(i));
         let at_in = |o: Staging, i: usize| At::Flat(flat_in(o, quote!(#i)));
         if let Some(c) = &cols {
             let bytes = elem_size(&k.exprs[op.x].ty.elem);
@@ -72,7 +72,6 @@ impl DevGen<'_> {
                 };
             });
         }
-        let bases: Vec<TokenStream> = (0..8).map(|i| self.ev(op.base, &at(i))).collect();
         // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
         // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
         // `MIN`, or an odd pointer) so that its address fails the 16-byte alignment test and
@@ -94,7 +93,7 @@ impl DevGen<'_> {
         // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
         let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
-        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, (&bases, &at), &e, (per_thread, chunks));
+        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &at_tok, &e, (per_thread, chunks));
         pre.push(pre_bases);
         let off_expr = match (op.affine, op.step) {
             (Some(l), Some(_)) => {
@@ -205,26 +204,50 @@ impl DevGen<'_> {
         } else {
             quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
         };
-        let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, test: &TokenStream, scalar: &TokenStream| -> Vec<TokenStream> {
-            (0..per_thread)
-                .map(|jc| {
-                    let (cp, so_jc) = (ptr(jc), so(jc));
-                    guard(
-                        jc,
-                        quote! {
-                            let __f0: usize = #d::opaque_usize(__c * 8);
-                            let __g: *mut #e = #d::ptr_add(#cp, #off);
-                            let __so: usize = __dst + #so_jc;
-                            if #test {
-                                #copy
-                            } else {
-                                let __sp = __smem.add(__so) as *mut #e;
-                                #scalar
-                            }
-                        },
-                    )
-                })
-                .collect()
+        // The chunks whose test fails are marked in `__slow` and copied element by element
+        // after the others, by one loop over the marks: the element path is written once per
+        // operand instead of once per chunk. (A thread with one chunk keeps it in place.)
+        let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, so_dyn: &TokenStream, test: &TokenStream, scalar: &TokenStream| -> TokenStream {
+            let deferred = (2..=64).contains(&per_thread);
+            let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
+            let chunks = (0..per_thread).map(|jc| {
+                let (cp, so_jc) = (ptr(jc), so(jc));
+                let slow = if deferred {
+                    quote!(__slow |= (1 as #mark_t) << #jc;)
+                } else {
+                    quote! {
+                        let __sp = __smem.add(__so) as *mut #e;
+                        #scalar
+                    }
+                };
+                guard(
+                    jc,
+                    quote! {
+                        let __f0: usize = #d::opaque_usize(__c * 8);
+                        let __g: *mut #e = #d::ptr_add(#cp, #off);
+                        let __so: usize = __dst + #so_jc;
+                        if #test {
+                            #copy
+                        } else {
+                            #slow
+                        }
+                    },
+                )
+            });
+            if !deferred {
+                return quote!(#(#chunks)*);
+            }
+            quote! {
+                let mut __slow: #mark_t = 0;
+                #(#chunks)*
+                while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize) * #threads + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = #d::opaque_usize(__c * 8);
+                    let __sp = __smem.add(__dst + #so_dyn) as *mut #e;
+                    #scalar
+                }
+            }
         };
         // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
         // operand's raw chunk `__c`.
@@ -234,7 +257,7 @@ impl DevGen<'_> {
         };
         let issue_in = |o: Staging| {
             let all = all_in(o);
-            chunk_code(&chunk_ptr, &recomputed_in(o), &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
+            chunk_code(&chunk_ptr, &recomputed_in(o), &recomputed_in(o)(0), &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
         };
         // The proven version: every chunk is contiguous, 16-byte aligned and inside its
         // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
@@ -255,11 +278,11 @@ impl DevGen<'_> {
                 let mut #so: [u32; #per_thread] = [0u32; #per_thread];
                 #(#so_init)*
             });
-            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &recomputed_in(Staging::Rows)(0), &all, &fast_scalar_in(Staging::Rows))
         } else {
-            chunk_code(&proven_ptr, &recomputed_in(Staging::Rows), &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &recomputed_in(Staging::Rows), &recomputed_in(Staging::Rows)(0), &all, &fast_scalar_in(Staging::Rows))
         };
-        let fast_in = |o: Staging| chunk_code(&proven_ptr, &recomputed_in(o), &all_in(o), &fast_scalar_in(o));
+        let fast_in = |o: Staging| chunk_code(&proven_ptr, &recomputed_in(o), &recomputed_in(o)(0), &all_in(o), &fast_scalar_in(o));
         if let Some(b) = &based {
             pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
@@ -296,10 +319,10 @@ impl DevGen<'_> {
         }
         // A transposable operand's copies branch on its staging (uniform); the staging as
         // written keeps the code it has without the choice.
-        let op_code = |rows: &[TokenStream], cols_chunks: Option<Vec<TokenStream>>| {
+        let op_code = |rows: &TokenStream, cols_chunks: Option<TokenStream>| {
             let chunks = match (&cols, cols_chunks) {
-                (Some(c), Some(cc)) => quote!(if #c { #(#cc)* } else { #(#rows)* }),
-                _ => quote!(#(#rows)*),
+                (Some(c), Some(cc)) => quote!(if #c { #cc } else { #rows }),
+                _ => quote!(#rows),
             };
             quote! {{
                 let #off: i64 = #off_expr;
@@ -307,7 +330,7 @@ impl DevGen<'_> {
                 #chunks
             }}
         };
-        let with_cols = |f: &dyn Fn(Staging) -> Vec<TokenStream>| cols.is_some().then(|| f(Staging::Cols));
+        let with_cols = |f: &dyn Fn(Staging) -> TokenStream| cols.is_some().then(|| f(Staging::Cols));
 
         OperandCode {
             pre,
@@ -323,19 +346,30 @@ impl DevGen<'_> {
 
     /// Where each of this thread's chunks of operand `oi` starts, worked out before the loop:
     /// the code that fills `__pb<oi>` (a base pointer, or an integer offset from the scalar
-    /// pointer of a `split` base `p + offsets`, per chunk; `bases`: the base at the chunk's 8
-    /// elements) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
+    /// pointer of a `split` base `p + offsets`, per chunk; `at(i)`: element `i` of the chunk
+    /// at `__f0`) and the range of the offsets (`__lo<oi>`, `__hi<oi>`); and a chunk's base pointer
     /// in the loop, checked (misaligned when the chunk is not contiguous) and proven.
-    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, (bases, at): (&[TokenStream], &dyn Fn(usize) -> At), e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
+    fn chunk_bases(&self, op: &PipeOp, oi: usize, split: Option<(ExprId, ExprId)>, at: &dyn Fn(TokenStream) -> At, e: &TokenStream, (per_thread, chunks): (usize, usize)) -> (TokenStream, ChunkPtr<'_>, ChunkPtr<'_>) {
         let (k, d, threads) = (self.k, &self.d, self.threads);
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
-        let p_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__p{}", i)).collect();
         let size = elem_size(&k.exprs[op.x].ty.elem);
-        let contiguous = (1..8usize).map(|i| {
-            let p = &p_names[i];
-            let bytes = size * i;
-            quote!((#p as usize) == (__p0 as usize) + #bytes)
-        }).collect::<Vec<_>>();
+        // Whether the chunk's elements 1..8 follow its first (`first`, named `__q0`) in memory,
+        // `next(i)` being element `__i`'s test: a loop (not unrolled: its trip count is opaque),
+        // as this runs once per chunk before the loop.
+        let contiguous = |first: TokenStream, next: &dyn Fn(TokenStream) -> TokenStream| {
+            let test = next(quote!(__i));
+            quote! {{
+                let __q0 = #first;
+                let __ne: usize = #d::opaque_usize(8);
+                let mut __ct: bool = true;
+                let mut __i: usize = 1;
+                while __i < __ne {
+                    __ct = __ct && #test;
+                    __i += 1;
+                }
+                (__q0, __ct)
+            }}
+        };
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
         let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
         // `chunk_ptr`: the chunk's base pointer (misaligned when the chunk is not contiguous);
@@ -343,13 +377,11 @@ impl DevGen<'_> {
         let (pb_t, pb_init, chunk_ptr, proven_ptr, pre_chunks): (TokenStream, TokenStream, ChunkPtr<'_>, ChunkPtr<'_>, Vec<TokenStream>) = match split {
             Some((p, o)) => {
                 let ot = self.elem(&k.exprs[o].ty);
-                let offs: Vec<TokenStream> = (0..8).map(|i| self.operand(op.base, o, &at(i))).collect();
-                let o_names: Vec<Ident> = (0..8usize).map(|i| format_ident!("__o{}", i)).collect();
-                let contiguous = (1..8usize).map(|i| {
-                    let on = &o_names[i];
-                    let ii = i as i64;
-                    quote!(#on == <#ot as #d::Num>::add(__o0, <#ot as #d::Elem>::from_i64(#ii)))
-                }).collect::<Vec<_>>();
+                let first = self.operand(op.base, o, &at(quote!(0usize)));
+                let offs = contiguous(first, &|i| {
+                    let oi = self.operand(op.base, o, &at(i.clone()));
+                    quote!(#oi == <#ot as #d::Num>::add(__q0, <#ot as #d::Elem>::from_i64(#i as i64)))
+                });
                 let pv = self.ev(p, &At::Own);
                 let pv2 = pv.clone();
                 let chunks_code = (0..per_thread)
@@ -358,8 +390,8 @@ impl DevGen<'_> {
                             jc,
                             quote! {
                                 let __f0: usize = __c * 8;
-                                #(let #o_names: #ot = #offs;)*
-                                #pb[#jc] = if true #(&& #contiguous)* { __o0 } else { <#ot as #d::Bounds>::lowest() };
+                                let (__o0, __ct): (#ot, bool) = #offs;
+                                #pb[#jc] = if __ct { __o0 } else { <#ot as #d::Bounds>::lowest() };
                                 if #pb[#jc] != <#ot as #d::Bounds>::lowest() {
                                     __al = __al && (#d::ptr_add(#pv, __o0) as usize) % #chunk_bytes == 0;
                                     let __o: i64 = #d::cast::<#ot, i64>(__o0);
@@ -383,14 +415,19 @@ impl DevGen<'_> {
                 )
             }
             None => {
+                let first = self.ev(op.base, &at(quote!(0usize)));
+                let ptrs = contiguous(first, &|i| {
+                    let pi = self.ev(op.base, &at(i.clone()));
+                    quote!((#pi as usize) == (__q0 as usize) + #i * #size)
+                });
                 let chunks_code = (0..per_thread)
                     .map(|jc| {
                         guard(
                             jc,
                             quote! {
                                 let __f0: usize = __c * 8;
-                                #(let #p_names = #bases;)*
-                                #pb[#jc] = if true #(&& #contiguous)* { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                                let (__p0, __ct) = #ptrs;
+                                #pb[#jc] = if __ct { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
                             },
                         )
                     })

@@ -1598,321 +1598,91 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
         {
           let __c: usize = 0usize * 128usize + __tid;
           let __f0: usize = __c * 8;
-          let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+          let (__o0, __ct): (i32, bool) = {
+            let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
                     ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 16usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_M,
                 ),
-                __p_M,
+                __p_sam,
               ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 0usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (__f0 + 0usize);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
+                __p_sak,
               ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 1usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+            );
+            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+              8,
+            );
+            let mut __ct: bool = true;
+            let mut __i: usize = 1;
+            while __i < __ne {
+              __ct = __ct
+                && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 16usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
                     ),
+                    __p_sam,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 2usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + __i);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_sak,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 3usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                      __i as i64,
                     ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 4usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 5usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 6usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 16usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              __p_sam,
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (__f0 + 7usize);
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-              __p_sak,
-            ),
-          );
-          __pb0[0usize] = if true
-            && __o1
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1i64,
-                ),
-              )
-            && __o2
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  2i64,
-                ),
-              )
-            && __o3
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  3i64,
-                ),
-              )
-            && __o4
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  4i64,
-                ),
-              )
-            && __o5
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  5i64,
-                ),
-              )
-            && __o6
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  6i64,
-                ),
-              )
-            && __o7
-              == <i32 as ::kernel_std::__private::device::Num>::add(
-                __o0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  7i64,
-                ),
-              )
-          {
+                  );
+              __i += 1;
+            }
+            (__q0, __ct)
+          };
+          __pb0[0usize] = if __ct {
             __o0
           } else {
             <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1982,297 +1752,85 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
           let __c: usize = 0usize * 128usize + __tid;
           if __c < 32usize {
             let __f0: usize = __c * 8;
-            let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
+            let (__o0, __ct): (i32, bool) = {
+              let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
                       }) as i32,
                     ),
+                  __p_N,
                 ),
-                __p_N,
-              ),
-            );
-            let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
                     ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 1usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_N,
                 ),
-                __p_N,
-              ),
-            );
-            let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+              );
+              let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                8,
+              );
+              let mut __ct: bool = true;
+              let mut __i: usize = 1;
+              while __i < __ne {
+                __ct = __ct
+                  && <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                      __p_N,
                     ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 2usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            16i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 1usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
                     ),
-                ),
-                __p_N,
-              ),
-            );
-            let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 3usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 4usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 5usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 6usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-                __p_N,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-            __pb1[0usize] = if true
-              && __o1
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1i64,
-                  ),
-                )
-              && __o2
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    2i64,
-                  ),
-                )
-              && __o3
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    3i64,
-                  ),
-                )
-              && __o4
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    4i64,
-                  ),
-                )
-              && __o5
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    5i64,
-                  ),
-                )
-              && __o6
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    6i64,
-                  ),
-                )
-              && __o7
-                == <i32 as ::kernel_std::__private::device::Num>::add(
-                  __o0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    7i64,
-                  ),
-                )
-            {
+                  )
+                    == <i32 as ::kernel_std::__private::device::Num>::add(
+                      __q0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        __i as i64,
+                      ),
+                    );
+                __i += 1;
+              }
+              (__q0, __ct)
+            };
+            __pb1[0usize] = if __ct {
               __o0
             } else {
               <i32 as ::kernel_std::__private::device::Bounds>::lowest()

@@ -96,297 +96,83 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
       {
         let __c: usize = 0usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      let __pf: usize = (__f0 + __i);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 0usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 7usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        __pb0[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -547,29 +333,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
       {
         let __c: usize = 0usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32)
                 .wrapping_add(
                   ({
@@ -578,330 +344,88 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     } else {
                       (__f0 + 0usize)
                     });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    0usize + ((__pf / 32usize) % 16usize) * 1usize
                   }) as i32,
                 ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
                 ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (if __cols1 {
+                        ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
+                      } else {
+                        (__f0 + 0usize)
+                      });
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + __i) * 32usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + __i)
+                        });
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
                 ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + __i) * 32usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + __i)
+                          });
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
                 ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        __pb1[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    __i as i64,
+                  ),
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -925,29 +449,9 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
       {
         let __c: usize = 1usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32)
                 .wrapping_add(
                   ({
@@ -956,330 +460,88 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                     } else {
                       (__f0 + 0usize)
                     });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    0usize + ((__pf / 32usize) % 16usize) * 1usize
                   }) as i32,
                 ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
                 ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (if __cols1 {
+                        ((__f0 % 16usize + 0usize) * 32usize + __f0 / 16usize)
+                      } else {
+                        (__f0 + 0usize)
+                      });
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 1usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + __i) * 32usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + __i)
+                        });
+                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
                 ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 2usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + __i) * 32usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + __i)
+                          });
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
                 ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 3usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 4usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 5usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 6usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
-                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  32i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 7usize) * 32usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
-                    0usize + ((__pf / 1usize) % 32usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        __pb1[1usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    __i as i64,
+                  ),
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[1usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1498,6 +760,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -1678,82 +941,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -1936,85 +1124,105 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = ((__f0 % 16usize + __i) * 32usize
                                           + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
                       }
                     }
                   } else {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2059,79 +1267,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -2178,79 +1314,98 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
                       }
                     }
                   }
@@ -2416,6 +1571,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2596,82 +1752,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -2854,85 +1935,105 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = ((__f0 % 16usize + __i) * 32usize
                                           + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
                       }
                     }
                   } else {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -2977,79 +2078,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -3096,79 +2125,98 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __m {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
+                          ),
+                          __off1,
+                        );
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __m {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
                       }
                     }
                   }
@@ -3555,6 +2603,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3754,104 +2803,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -4053,107 +3005,127 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = ((__f0 % 16usize + __i) * 32usize
                                           + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
                             __p_b_ptr,
                             __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
+                            1,
                           );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
                         }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
                       }
                     }
                   } else {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4218,101 +3190,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -4379,101 +3257,120 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
                             __p_b_ptr,
                             __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
+                            1,
                           );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
                         }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
                       }
                     }
                   }
@@ -4681,6 +3578,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
                   if __cols1 {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4880,104 +3778,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                          + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -5179,107 +3980,127 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                    + __f0 / 16usize);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 16usize;
+                                __r * 16usize
+                                  + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                  + __f0 / 16usize);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__f0 % 16usize + __i) * 32usize
+                                        + __f0 / 16usize);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = ((__f0 % 16usize + __i) * 32usize
                                           + __f0 / 16usize);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = ((__f0 % 16usize + __i) * 32usize
-                                            + __f0 / 16usize);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
                             __p_b_ptr,
                             __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
+                            1,
                           );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
                         }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
                       }
                     }
                   } else {
+                    let mut __slow: u32 = 0;
                     {
                       let __c: usize = 0usize * 32usize + __tid;
                       let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5344,101 +4165,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
-                              ),
-                            ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                  __p_N,
-                                ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
-                              ),
-                            ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
-                          );
-                        }
+                        __slow |= (1 as u32) << 0usize;
                       }
                     }
                     {
@@ -5505,101 +4232,120 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __g as *const u8,
                         );
                       } else {
-                        let __sp = __smem.add(__so)
-                          as *mut ::kernel_std::__private::device::F16;
-                        let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                        let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                          8,
-                        );
-                        let mut __i: usize = 0;
-                        while __i < __ne {
-                          let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + __i);
-                                  0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                            <i32 as ::kernel_std::__private::device::Num>::sub(
-                              __p_K,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                k_6,
-                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                  16i64,
-                                ),
+                        __slow |= (1 as u32) << 1usize;
+                      }
+                    }
+                    while __slow != 0 {
+                      let __c: usize = (__slow.trailing_zeros() as usize)
+                        * 32usize + __tid;
+                      __slow &= __slow - 1;
+                      let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                        __c * 8,
+                      );
+                      let __sp = __smem
+                        .add(
+                          __dst
+                            + (({
+                              let __sf: usize = __f0;
+                              ({
+                                let __r: usize = __sf / 32usize;
+                                __r * 32usize
+                                  + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                              }) + __sf % 8
+                            })) * 2,
+                        ) as *mut ::kernel_std::__private::device::F16;
+                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                        8,
+                      );
+                      let mut __i: usize = 0;
+                      while __i < __ne {
+                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + __i);
+                                0usize + ((__pf / 32usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                          <i32 as ::kernel_std::__private::device::Num>::sub(
+                            __p_K,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              k_6,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                16i64,
                               ),
                             ),
-                          );
-                          let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              __p_b_ptr,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ),
+                        );
+                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                    }) as i32,
+                                  ),
+                                __p_N,
+                              ),
+                              <i32 as ::kernel_std::__private::device::Num>::rem(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    ::kernel_std::__private::device::program_id(1u32),
+                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                      32i64,
+                                    ),
+                                  ),
                                   (0i32)
                                     .wrapping_add(
                                       ({
                                         let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
                                       }) as i32,
                                     ),
-                                  __p_N,
                                 ),
-                                <i32 as ::kernel_std::__private::device::Num>::rem(
-                                  <i32 as ::kernel_std::__private::device::Num>::add(
-                                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                                      ::kernel_std::__private::device::program_id(1u32),
-                                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                        32i64,
-                                      ),
-                                    ),
-                                    (0i32)
-                                      .wrapping_add(
-                                        ({
-                                          let __pf: usize = (__f0 + __i);
-                                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                        }) as i32,
-                                      ),
-                                  ),
-                                  __p_N,
-                                ),
+                                __p_N,
                               ),
                             ),
-                            __off1,
-                          );
-                          let __k: bool = __m
-                            && ::kernel_std::__private::device::fits(
-                              __a,
-                              __p_b_ptr,
-                              __len_b_ptr,
-                              1,
-                            );
-                          if __m && !__k && __badp.is_null() {
-                            __badp = __a;
-                          }
-                          ::kernel_std::__private::device::store(
-                            __sp.add(__i),
-                            if __k {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            },
-                          );
-                          __i += 1;
-                        }
-                        if !__badp.is_null() {
-                          ::kernel_std::__private::device::report_fault_at(
-                            __badp,
+                          ),
+                          __off1,
+                        );
+                        let __k: bool = __m
+                          && ::kernel_std::__private::device::fits(
+                            __a,
                             __p_b_ptr,
                             __len_b_ptr,
-                            __fault,
-                            __tag,
-                            1u32,
-                            ::core::line!(),
+                            1,
                           );
+                        if __m && !__k && __badp.is_null() {
+                          __badp = __a;
                         }
+                        ::kernel_std::__private::device::store(
+                          __sp.add(__i),
+                          if __k {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                        );
+                        __i += 1;
+                      }
+                      if !__badp.is_null() {
+                        ::kernel_std::__private::device::report_fault_at(
+                          __badp,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        );
                       }
                     }
                   }
@@ -5963,6 +4709,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
+                  let mut __slow: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6007,79 +4754,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                      __slow |= (1 as u32) << 0usize;
                     }
                   }
                   {
@@ -6126,79 +4801,98 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 32usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem
+                      .add(
+                        __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2,
+                      ) as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
-                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
+                              __p_N,
                             ),
                           ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
@@ -6362,6 +5056,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
+                  let mut __slow: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6406,79 +5101,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                      __slow |= (1 as u32) << 0usize;
                     }
                   }
                   {
@@ -6525,79 +5148,98 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 32usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem
+                      .add(
+                        __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2,
+                      ) as *mut ::kernel_std::__private::device::F16;
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
-                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
+                              __p_N,
                             ),
                           ),
-                          __off1,
-                        );
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __m {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
+                        ),
+                        __off1,
+                      );
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __m {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
                     }
                   }
                 }
@@ -6887,6 +5529,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
+                  let mut __slow: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6951,101 +5594,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
+                      __slow |= (1 as u32) << 0usize;
                     }
                   }
                   {
@@ -7112,101 +5661,120 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 32usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem
+                      .add(
+                        __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2,
+                      ) as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
-                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
+                              __p_N,
                             ),
                           ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
                           __p_b_ptr,
                           __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
+                          1,
                         );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
                     }
                   }
                 }
@@ -7412,6 +5980,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 {
                   let __off1: i64 = b_ptrs_4_off + __it * __st4;
                   let __dst: usize = 512usize + __buf * 1536usize;
+                  let mut __slow: u32 = 0;
                   {
                     let __c: usize = 0usize * 32usize + __tid;
                     let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7476,101 +6045,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
-                            ),
-                          ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                (0i32)
-                                  .wrapping_add(
-                                    ({
-                                      let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
-                                    }) as i32,
-                                  ),
-                                __p_N,
-                              ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                            ),
-                          ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
-                        );
-                      }
+                      __slow |= (1 as u32) << 0usize;
                     }
                   }
                   {
@@ -7637,101 +6112,120 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         __g as *const u8,
                       );
                     } else {
-                      let __sp = __smem.add(__so)
-                        as *mut ::kernel_std::__private::device::F16;
-                      let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                      let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                        8,
-                      );
-                      let mut __i: usize = 0;
-                      while __i < __ne {
-                        let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + __i);
-                                0usize + ((__pf / 32usize) % 16usize) * 1usize
-                              }) as i32,
-                            ),
-                          <i32 as ::kernel_std::__private::device::Num>::sub(
-                            __p_K,
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              k_6,
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                16i64,
-                              ),
+                      __slow |= (1 as u32) << 1usize;
+                    }
+                  }
+                  while __slow != 0 {
+                    let __c: usize = (__slow.trailing_zeros() as usize)
+                      * 32usize + __tid;
+                    __slow &= __slow - 1;
+                    let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                      __c * 8,
+                    );
+                    let __sp = __smem
+                      .add(
+                        __dst
+                          + (({
+                            let __sf: usize = __f0;
+                            ({
+                              let __r: usize = __sf / 32usize;
+                              __r * 32usize
+                                + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                            }) + __sf % 8
+                          })) * 2,
+                      ) as *mut ::kernel_std::__private::device::F16;
+                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                      8,
+                    );
+                    let mut __i: usize = 0;
+                    while __i < __ne {
+                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + __i);
+                              0usize + ((__pf / 32usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                        <i32 as ::kernel_std::__private::device::Num>::sub(
+                          __p_K,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            k_6,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              16i64,
                             ),
                           ),
-                        );
-                        let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                          ::kernel_std::__private::device::ptr_add(
-                            __p_b_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ),
+                      );
+                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + __i);
+                                    0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                              __p_N,
+                            ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  ::kernel_std::__private::device::program_id(1u32),
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    32i64,
+                                  ),
+                                ),
                                 (0i32)
                                   .wrapping_add(
                                     ({
                                       let __pf: usize = (__f0 + __i);
-                                      0usize + ((__pf / 32usize) % 16usize) * 1usize
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
                                     }) as i32,
                                   ),
-                                __p_N,
                               ),
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    ::kernel_std::__private::device::program_id(1u32),
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      32i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
+                              __p_N,
                             ),
                           ),
-                          __off1,
-                        );
-                        let __k: bool = __m
-                          && ::kernel_std::__private::device::fits(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            1,
-                          );
-                        if __m && !__k && __badp.is_null() {
-                          __badp = __a;
-                        }
-                        ::kernel_std::__private::device::store(
-                          __sp.add(__i),
-                          if __k {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                        );
-                        __i += 1;
-                      }
-                      if !__badp.is_null() {
-                        ::kernel_std::__private::device::report_fault_at(
-                          __badp,
+                        ),
+                        __off1,
+                      );
+                      let __k: bool = __m
+                        && ::kernel_std::__private::device::fits(
+                          __a,
                           __p_b_ptr,
                           __len_b_ptr,
-                          __fault,
-                          __tag,
-                          1u32,
-                          ::core::line!(),
+                          1,
                         );
+                      if __m && !__k && __badp.is_null() {
+                        __badp = __a;
                       }
+                      ::kernel_std::__private::device::store(
+                        __sp.add(__i),
+                        if __k {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      );
+                      __i += 1;
+                    }
+                    if !__badp.is_null() {
+                      ::kernel_std::__private::device::report_fault_at(
+                        __badp,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      );
                     }
                   }
                 }

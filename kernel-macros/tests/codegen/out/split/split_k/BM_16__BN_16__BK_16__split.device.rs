@@ -150,297 +150,83 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
       {
         let __c: usize = 0usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      16i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              __p_K,
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 16usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 16usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_K,
                 ),
                 (0i32)
                   .wrapping_add(
                     ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      let __pf: usize = (__f0 + __i);
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 0usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 1usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 2usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 3usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 4usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 5usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 6usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  (__sk.pid as i32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    16i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 16usize) % 16usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_K,
-          ),
-          (0i32)
-            .wrapping_add(
-              ({
-                let __pf: usize = (__f0 + 7usize);
-                0usize + ((__pf / 1usize) % 16usize) * 1usize
-              }) as i32,
-            ),
-        );
-        __pb0[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -601,29 +387,9 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
       {
         let __c: usize = 0usize * 32usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 0usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
               (0i32)
                 .wrapping_add(
                   ({
@@ -632,330 +398,88 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                     } else {
                       (__f0 + 0usize)
                     });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    0usize + ((__pf / 16usize) % 16usize) * 1usize
                   }) as i32,
                 ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 1usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
+            <i32 as ::kernel_std::__private::device::Num>::rem(
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    16i64,
+                  ),
                 ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = (if __cols1 {
+                        ((__f0 % 16usize + 0usize) * 16usize + __f0 / 16usize)
+                      } else {
+                        (__f0 + 0usize)
+                      });
+                      0usize + ((__pf / 1usize) % 16usize) * 1usize
+                    }) as i32,
+                  ),
               ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 1usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 1usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
+              __p_N,
             ),
-            __p_N,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 2usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 16usize + __i) * 16usize + __f0 / 16usize)
+                        } else {
+                          (__f0 + __i)
+                        });
+                        0usize + ((__pf / 16usize) % 16usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_N,
                 ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 2usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 2usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        16i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (if __cols1 {
+                            ((__f0 % 16usize + __i) * 16usize + __f0 / 16usize)
+                          } else {
+                            (__f0 + __i)
+                          });
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
                 ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 3usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 3usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 3usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 4usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 4usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 4usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 5usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 5usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 5usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 6usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 6usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 6usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (if __cols1 {
-                    ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
-                  } else {
-                    (__f0 + 7usize)
-                  });
-                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                }) as i32,
-              ),
-            __p_N,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::rem(
-            <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                ::kernel_std::__private::device::program_id(1u32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  16i64,
-                ),
-              ),
-              (0i32)
-                .wrapping_add(
-                  ({
-                    let __pf: usize = (if __cols1 {
-                      ((__f0 % 16usize + 7usize) * 16usize + __f0 / 16usize)
-                    } else {
-                      (__f0 + 7usize)
-                    });
-                    0usize + ((__pf / 1usize) % 16usize) * 1usize
-                  }) as i32,
-                ),
-            ),
-            __p_N,
-          ),
-        );
-        __pb1[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    __i as i64,
+                  ),
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()

@@ -175,321 +175,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 0usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -513,321 +281,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 1usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[1usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[1usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -851,321 +387,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 2usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[2usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[2usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1189,321 +493,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 3usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[3usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[3usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1562,321 +634,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 0usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1900,321 +740,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 1usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[1usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[1usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2238,321 +846,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 2usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[2usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[2usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2576,321 +952,89 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
       {
         let __c: usize = 3usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_9,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_9,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_9,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[3usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[3usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2971,6 +1115,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3030,82 +1175,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -3167,82 +1237,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -3304,82 +1299,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -3441,88 +1361,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -3567,82 +1507,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -3689,82 +1554,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -3811,82 +1601,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -3933,82 +1648,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
@@ -4034,6 +1768,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4093,82 +1828,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -4230,82 +1890,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -4367,82 +1952,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -4504,88 +2014,108 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4630,82 +2160,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -4752,82 +2207,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -4874,82 +2254,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -4996,82 +2301,101 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
@@ -5191,6 +2515,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5270,104 +2595,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -5449,104 +2677,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -5628,104 +2759,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -5807,110 +2841,130 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_a_ptr,
                         __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -5975,104 +3029,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -6139,104 +3096,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -6303,104 +3163,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -6467,104 +3230,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_b_ptr,
                         __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
@@ -6590,6 +3372,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
               {
                 let __off0: i64 = a_ptrs_16_off + __it * __st16;
                 let __dst: usize = 0usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6669,104 +3452,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -6848,104 +3534,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -7027,104 +3616,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -7206,110 +3698,130 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        a_base_10,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          a_base_10,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_a_ptr,
                         __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_17_off + __it * __st17;
                 let __dst: usize = 8192usize + __buf * 16384usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7374,104 +3886,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -7538,104 +3953,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -7702,104 +4020,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -7866,104 +4087,123 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F16;
-                    let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem
+                    .add(
+                      __dst
+                        + (({
+                          let __sf: usize = __f0;
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        })) * 2,
+                    ) as *mut ::kernel_std::__private::device::F16;
+                  let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_19,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 64usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        b_base_11,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_19,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          b_base_11,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_9,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_9,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_b_ptr,
                         __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }

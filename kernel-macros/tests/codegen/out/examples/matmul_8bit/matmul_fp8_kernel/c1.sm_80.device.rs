@@ -159,321 +159,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 0usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -497,321 +265,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 1usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[1usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[1usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -835,321 +371,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 2usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[2usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[2usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1173,321 +477,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 3usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_m_7,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_M,
               ),
-              __p_M,
+              __p_stride_am,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
+              __p_stride_ak,
             ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
                   ),
+                  __p_stride_am,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_m_7,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    64i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 64usize) % 64usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_M,
-            ),
-            __p_stride_am,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_ak,
-          ),
-        );
-        __pb0[3usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb0[3usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1543,321 +615,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 0usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[0usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[0usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -1881,321 +721,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 1usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[1usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[1usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2219,321 +827,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 2usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[2usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[2usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2557,321 +933,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 3usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[3usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[3usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -2895,321 +1039,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 4usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[4usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[4usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -3233,321 +1145,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 5usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[5usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[5usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -3571,321 +1251,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 6usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[6usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[6usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -3909,321 +1357,89 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
       {
         let __c: usize = 7usize * 128usize + __tid;
         let __f0: usize = __c * 8;
-        let __o0: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+        let (__o0, __ct): (i32, bool) = {
+          let __q0 = <i32 as ::kernel_std::__private::device::Num>::add(
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
+              __p_stride_bk,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o1: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+            <i32 as ::kernel_std::__private::device::Num>::mul(
+              <i32 as ::kernel_std::__private::device::Num>::rem(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_n_8,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
+                __p_N,
               ),
-              __p_N,
+              __p_stride_bn,
             ),
-            __p_stride_bn,
-          ),
-        );
-        let __o2: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
+          );
+          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
+          let mut __ct: bool = true;
+          let mut __i: usize = 1;
+          while __i < __ne {
+            __ct = __ct
+              && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + __i);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o3: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
                   ),
+                  __p_stride_bn,
                 ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o4: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 4usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
+                    __i as i64,
                   ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 4usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o5: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 5usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 5usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o6: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 6usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 6usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        let __o7: i32 = <i32 as ::kernel_std::__private::device::Num>::add(
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 7usize);
-                  0usize + ((__pf / 128usize) % 64usize) * 1usize
-                }) as i32,
-              ),
-            __p_stride_bk,
-          ),
-          <i32 as ::kernel_std::__private::device::Num>::mul(
-            <i32 as ::kernel_std::__private::device::Num>::rem(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_n_8,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    128i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-              __p_N,
-            ),
-            __p_stride_bn,
-          ),
-        );
-        __pb1[7usize] = if true
-          && __o1
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                1i64,
-              ),
-            )
-          && __o2
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                2i64,
-              ),
-            )
-          && __o3
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                3i64,
-              ),
-            )
-          && __o4
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                4i64,
-              ),
-            )
-          && __o5
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                5i64,
-              ),
-            )
-          && __o6
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                6i64,
-              ),
-            )
-          && __o7
-            == <i32 as ::kernel_std::__private::device::Num>::add(
-              __o0,
-              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                7i64,
-              ),
-            )
-        {
+                );
+            __i += 1;
+          }
+          (__q0, __ct)
+        };
+        __pb1[7usize] = if __ct {
           __o0
         } else {
           <i32 as ::kernel_std::__private::device::Bounds>::lowest()
@@ -4301,6 +1517,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 49152usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4352,82 +1569,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -4481,82 +1623,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -4610,82 +1677,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -4739,88 +1731,98 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 53248usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -4857,82 +1859,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -4971,82 +1898,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -5085,82 +1937,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -5199,82 +1976,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 3usize;
                   }
                 }
                 {
@@ -5313,82 +2015,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 4usize;
                   }
                 }
                 {
@@ -5427,82 +2054,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 5usize;
                   }
                 }
                 {
@@ -5541,82 +2093,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 6usize;
                   }
                 }
                 {
@@ -5655,82 +2132,91 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
@@ -6032,6 +2518,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 49152usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6083,82 +2570,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -6212,82 +2624,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -6341,82 +2678,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -6470,88 +2732,98 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off0,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 53248usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -6588,82 +2860,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -6702,82 +2899,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -6816,82 +2938,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -6930,82 +2977,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 3usize;
                   }
                 }
                 {
@@ -7044,82 +3016,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 4usize;
                   }
                 }
                 {
@@ -7158,82 +3055,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 5usize;
                   }
                 }
                 {
@@ -7272,82 +3094,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                    __slow |= (1 as u32) << 6usize;
                   }
                 }
                 {
@@ -7386,82 +3133,91 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __m {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
+                      ),
+                      __off1,
+                    );
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __m {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
                   }
                 }
               }
@@ -7581,6 +3337,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 49152usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -7652,104 +3409,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -7823,104 +3483,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -7994,104 +3557,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -8165,110 +3631,120 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_a_ptr,
                         __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 53248usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -8325,104 +3801,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -8481,104 +3860,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -8637,104 +3919,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -8793,104 +3978,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 3usize;
                   }
                 }
                 {
@@ -8949,104 +4037,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 4usize;
                   }
                 }
                 {
@@ -9105,104 +4096,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 5usize;
                   }
                 }
                 {
@@ -9261,104 +4155,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 6usize;
                   }
                 }
                 {
@@ -9417,104 +4214,113 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_b_ptr,
                         __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
@@ -9816,6 +4622,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
               {
                 let __off0: i64 = a_ptrs_12_off + __it * __st12;
                 let __dst: usize = 49152usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -9887,104 +4694,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -10058,104 +4768,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -10229,104 +4842,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_M,
-                              ),
-                              __p_stride_am,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
-                          ),
-                        ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_a_ptr,
-                        __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -10400,110 +4916,120 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 3usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_a_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_m_7,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      64i64,
-                                    ),
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_m_7,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    64i64,
                                   ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                      }) as i32,
-                                    ),
                                 ),
-                                __p_M,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
                               ),
-                              __p_stride_am,
+                              __p_M,
                             ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_ak,
-                            ),
+                            __p_stride_am,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                            __p_stride_ak,
                           ),
                         ),
-                        __off0,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_a_ptr,
-                          __len_a_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off0,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_a_ptr,
                         __len_a_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_a_ptr,
+                      __len_a_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
               {
                 let __off1: i64 = b_ptrs_13_off + __it * __st13;
                 let __dst: usize = 53248usize + __buf * 12288usize;
+                let mut __slow: u32 = 0;
                 {
                   let __c: usize = 0usize * 128usize + __tid;
                   let __f0: usize = ::kernel_std::__private::device::opaque_usize(
@@ -10560,104 +5086,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 0usize;
                   }
                 }
                 {
@@ -10716,104 +5145,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 1usize;
                   }
                 }
                 {
@@ -10872,104 +5204,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 2usize;
                   }
                 }
                 {
@@ -11028,104 +5263,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 3usize;
                   }
                 }
                 {
@@ -11184,104 +5322,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 4usize;
                   }
                 }
                 {
@@ -11340,104 +5381,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 5usize;
                   }
                 }
                 {
@@ -11496,104 +5440,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
-                    );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
-                              ),
-                              __p_stride_bn,
-                            ),
-                          ),
-                        ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
-                        __p_b_ptr,
-                        __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      );
-                    }
+                    __slow |= (1 as u32) << 6usize;
                   }
                 }
                 {
@@ -11652,104 +5499,113 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       __g as *const u8,
                     );
                   } else {
-                    let __sp = __smem.add(__so)
-                      as *mut ::kernel_std::__private::device::F8E4M3;
-                    let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
-                    let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-                      8,
+                    __slow |= (1 as u32) << 7usize;
+                  }
+                }
+                while __slow != 0 {
+                  let __c: usize = (__slow.trailing_zeros() as usize)
+                    * 128usize + __tid;
+                  __slow &= __slow - 1;
+                  let __f0: usize = ::kernel_std::__private::device::opaque_usize(
+                    __c * 8,
+                  );
+                  let __sp = __smem.add(__dst + (__c * 8))
+                    as *mut ::kernel_std::__private::device::F8E4M3;
+                  let mut __badp: *mut ::kernel_std::__private::device::F8E4M3 = ::core::ptr::null_mut();
+                  let __ne: usize = ::kernel_std::__private::device::opaque_usize(
+                    8,
+                  );
+                  let mut __i: usize = 0;
+                  while __i < __ne {
+                    let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + __i);
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Num>::sub(
+                        __p_K,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          k_15,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                      ),
                     );
-                    let mut __i: usize = 0;
-                    while __i < __ne {
-                      let __m: bool = <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + __i);
-                              0usize + ((__pf / 128usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                        <i32 as ::kernel_std::__private::device::Num>::sub(
-                          __p_K,
+                    let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
-                            k_15,
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                        ),
-                      );
-                      let __a: *mut ::kernel_std::__private::device::F8E4M3 = ::kernel_std::__private::device::ptr_add(
-                        ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (0i32)
-                                .wrapping_add(
-                                  ({
-                                    let __pf: usize = (__f0 + __i);
-                                    0usize + ((__pf / 128usize) % 64usize) * 1usize
-                                  }) as i32,
-                                ),
-                              __p_stride_bk,
-                            ),
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              <i32 as ::kernel_std::__private::device::Num>::rem(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                                    pid_n_8,
-                                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                      128i64,
-                                    ),
-                                  ),
-                                  (0i32)
-                                    .wrapping_add(
-                                      ({
-                                        let __pf: usize = (__f0 + __i);
-                                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                                      }) as i32,
-                                    ),
-                                ),
-                                __p_N,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + __i);
+                                  0usize + ((__pf / 128usize) % 64usize) * 1usize
+                                }) as i32,
                               ),
-                              __p_stride_bn,
+                            __p_stride_bk,
+                          ),
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::rem(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                <i32 as ::kernel_std::__private::device::Num>::mul(
+                                  pid_n_8,
+                                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                    128i64,
+                                  ),
+                                ),
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + __i);
+                                      0usize + ((__pf / 1usize) % 128usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_N,
                             ),
+                            __p_stride_bn,
                           ),
                         ),
-                        __off1,
-                      );
-                      let __k: bool = __m
-                        && ::kernel_std::__private::device::fits(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          1,
-                        );
-                      if __m && !__k && __badp.is_null() {
-                        __badp = __a;
-                      }
-                      ::kernel_std::__private::device::store(
-                        __sp.add(__i),
-                        if __k {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      );
-                      __i += 1;
-                    }
-                    if !__badp.is_null() {
-                      ::kernel_std::__private::device::report_fault_at(
-                        __badp,
+                      ),
+                      __off1,
+                    );
+                    let __k: bool = __m
+                      && ::kernel_std::__private::device::fits(
+                        __a,
                         __p_b_ptr,
                         __len_b_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
+                        1,
                       );
+                    if __m && !__k && __badp.is_null() {
+                      __badp = __a;
                     }
+                    ::kernel_std::__private::device::store(
+                      __sp.add(__i),
+                      if __k {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    );
+                    __i += 1;
+                  }
+                  if !__badp.is_null() {
+                    ::kernel_std::__private::device::report_fault_at(
+                      __badp,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    );
                   }
                 }
               }
