@@ -353,21 +353,14 @@ impl DevGen<'_> {
         let (k, d, threads) = (self.k, &self.d, self.threads);
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
-        // Whether the chunk's elements 1..8 follow its first (`first`, named `__q0`) in memory,
-        // `next(i)` being element `__i`'s test: a loop (not unrolled: its trip count is opaque),
-        // as this runs once per chunk before the loop.
+        // Whether the chunk's elements 1..8 follow its first (`first`, bound to `__q0`) in
+        // memory, `next(i)` being element `i`'s test. Unrolled: the tests share the row
+        // arithmetic of the chunk's elements (a loop here made every block's prologue longer).
         let contiguous = |first: TokenStream, next: &dyn Fn(TokenStream) -> TokenStream| {
-            let test = next(quote!(__i));
+            let tests = (1..8usize).map(|i| next(quote!(#i)));
             quote! {{
                 let __q0 = #first;
-                let __ne: usize = #d::opaque_usize(8);
-                let mut __ct: bool = true;
-                let mut __i: usize = 1;
-                while __i < __ne {
-                    __ct = __ct && #test;
-                    __i += 1;
-                }
-                (__q0, __ct)
+                (__q0, true #(&& #tests)*)
             }}
         };
         let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);

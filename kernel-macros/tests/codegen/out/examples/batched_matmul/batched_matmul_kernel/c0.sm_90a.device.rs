@@ -2621,13 +2621,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_ak,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -2641,7 +2637,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 64usize) % 128usize) * 1usize
                             }) as i32,
                           ),
@@ -2654,7 +2650,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2664,12 +2660,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb0[0usize] = if __ct {
             __o0
@@ -2729,13 +2957,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_ak,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -2749,7 +2973,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 64usize) % 128usize) * 1usize
                             }) as i32,
                           ),
@@ -2762,7 +2986,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2772,12 +2996,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb0[1usize] = if __ct {
             __o0
@@ -2837,13 +3293,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_ak,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -2857,7 +3309,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 64usize) % 128usize) * 1usize
                             }) as i32,
                           ),
@@ -2870,7 +3322,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2880,12 +3332,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb0[2usize] = if __ct {
             __o0
@@ -2945,13 +3629,9 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_ak,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -2965,7 +3645,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 64usize) % 128usize) * 1usize
                             }) as i32,
                           ),
@@ -2978,7 +3658,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -2988,12 +3668,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_m_8,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_M,
+                    ),
+                    __p_stride_am,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_ak,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb0[3usize] = if __ct {
             __o0
@@ -3137,19 +4049,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3167,7 +4075,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3180,12 +4088,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[0usize] = if __ct {
             __o0
@@ -3245,19 +4385,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3275,7 +4411,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3288,12 +4424,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[1usize] = if __ct {
             __o0
@@ -3353,19 +4721,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3383,7 +4747,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3396,12 +4760,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[2usize] = if __ct {
             __o0
@@ -3461,19 +5057,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3491,7 +5083,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3504,12 +5096,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[3usize] = if __ct {
             __o0
@@ -3569,19 +5393,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3599,7 +5419,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3612,12 +5432,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[4usize] = if __ct {
             __o0
@@ -3677,19 +5729,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3707,7 +5755,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3720,12 +5768,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[5usize] = if __ct {
             __o0
@@ -3785,19 +6065,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3815,7 +6091,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3828,12 +6104,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[6usize] = if __ct {
             __o0
@@ -3893,19 +6401,15 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                 __p_stride_bn,
               ),
             );
-            let __ne: usize = ::kernel_std::__private::device::opaque_usize(
-              8,
-            );
-            let mut __ct: bool = true;
-            let mut __i: usize = 1;
-            while __i < __ne {
-              __ct = __ct
+            (
+              __q0,
+              true
                 && <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     (0i32)
                       .wrapping_add(
                         ({
-                          let __pf: usize = (__f0 + __i);
+                          let __pf: usize = (__f0 + 1usize);
                           0usize + ((__pf / 256usize) % 64usize) * 1usize
                         }) as i32,
                       ),
@@ -3923,7 +6427,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         (0i32)
                           .wrapping_add(
                             ({
-                              let __pf: usize = (__f0 + __i);
+                              let __pf: usize = (__f0 + 1usize);
                               0usize + ((__pf / 1usize) % 256usize) * 1usize
                             }) as i32,
                           ),
@@ -3936,12 +6440,244 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                   == <i32 as ::kernel_std::__private::device::Num>::add(
                     __q0,
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      __i as i64,
+                      1usize as i64,
                     ),
-                  );
-              __i += 1;
-            }
-            (__q0, __ct)
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      2usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      3usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      4usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      5usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      6usize as i64,
+                    ),
+                  )
+                && <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 256usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                    __p_stride_bk,
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    <i32 as ::kernel_std::__private::device::Num>::rem(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          pid_n_9,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            256i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 256usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_N,
+                    ),
+                    __p_stride_bn,
+                  ),
+                )
+                  == <i32 as ::kernel_std::__private::device::Num>::add(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      7usize as i64,
+                    ),
+                  ),
+            )
           };
           __pb1[7usize] = if __ct {
             __o0

@@ -313,11 +313,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_ak,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -332,9 +330,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols0 {
-                              ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                              ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
@@ -349,9 +347,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols0 {
-                          ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                          ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
@@ -362,12 +360,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb0[0usize] = if __ct {
           __o0
@@ -435,11 +713,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_ak,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -454,9 +730,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols0 {
-                              ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                              ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
@@ -471,9 +747,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols0 {
-                          ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                          ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
@@ -484,12 +760,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb0[1usize] = if __ct {
           __o0
@@ -557,11 +1113,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_ak,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -576,9 +1130,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols0 {
-                              ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                              ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
@@ -593,9 +1147,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols0 {
-                          ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                          ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
@@ -606,12 +1160,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb0[2usize] = if __ct {
           __o0
@@ -679,11 +1513,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_ak,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::rem(
@@ -698,9 +1530,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols0 {
-                              ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                              ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 32usize) % 64usize) * 1usize
                           }) as i32,
@@ -715,9 +1547,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols0 {
-                          ((__f0 % 64usize + __i) * 32usize + __f0 / 64usize)
+                          ((__f0 % 64usize + 1usize) * 32usize + __f0 / 64usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 1usize) % 32usize) * 1usize
                       }) as i32,
@@ -728,12 +1560,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 2usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 3usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 4usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 5usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 6usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols0 {
+                              ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_M,
+                  ),
+                  __p_stride_am,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols0 {
+                          ((__f0 % 64usize + 7usize) * 32usize + __f0 / 64usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_ak,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb0[3usize] = if __ct {
           __o0
@@ -947,20 +2059,18 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_bn,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols1 {
-                          ((__f0 % 32usize + __i) * 32usize + __f0 / 32usize)
+                          ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 32usize) % 32usize) * 1usize
                       }) as i32,
@@ -980,9 +2090,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols1 {
-                              ((__f0 % 32usize + __i) * 32usize + __f0 / 32usize)
+                              ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
@@ -996,12 +2106,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb1[0usize] = if __ct {
           __o0
@@ -1069,20 +2459,18 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
               __p_stride_bn,
             ),
           );
-          let __ne: usize = ::kernel_std::__private::device::opaque_usize(8);
-          let mut __ct: bool = true;
-          let mut __i: usize = 1;
-          while __i < __ne {
-            __ct = __ct
+          (
+            __q0,
+            true
               && <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (if __cols1 {
-                          ((__f0 % 32usize + __i) * 32usize + __f0 / 32usize)
+                          ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                         } else {
-                          (__f0 + __i)
+                          (__f0 + 1usize)
                         });
                         0usize + ((__pf / 32usize) % 32usize) * 1usize
                       }) as i32,
@@ -1102,9 +2490,9 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         .wrapping_add(
                           ({
                             let __pf: usize = (if __cols1 {
-                              ((__f0 % 32usize + __i) * 32usize + __f0 / 32usize)
+                              ((__f0 % 32usize + 1usize) * 32usize + __f0 / 32usize)
                             } else {
-                              (__f0 + __i)
+                              (__f0 + 1usize)
                             });
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
@@ -1118,12 +2506,292 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 == <i32 as ::kernel_std::__private::device::Num>::add(
                   __q0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    __i as i64,
+                    1usize as i64,
                   ),
-                );
-            __i += 1;
-          }
-          (__q0, __ct)
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 2usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 2usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 2usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    2usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 3usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 3usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 3usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    3usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 4usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 4usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 4usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    4usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 5usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 5usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 5usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    5usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 6usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 6usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 6usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    6usize as i64,
+                  ),
+                )
+              && <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (if __cols1 {
+                          ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
+                        } else {
+                          (__f0 + 7usize)
+                        });
+                        0usize + ((__pf / 32usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                  __p_stride_bk,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::rem(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_n_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (if __cols1 {
+                              ((__f0 % 32usize + 7usize) * 32usize + __f0 / 32usize)
+                            } else {
+                              (__f0 + 7usize)
+                            });
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_N,
+                  ),
+                  __p_stride_bn,
+                ),
+              )
+                == <i32 as ::kernel_std::__private::device::Num>::add(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    7usize as i64,
+                  ),
+                ),
+          )
         };
         __pb1[1usize] = if __ct {
           __o0
