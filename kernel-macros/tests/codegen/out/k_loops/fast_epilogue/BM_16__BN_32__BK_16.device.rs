@@ -1375,21 +1375,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -1399,12 +1399,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -2186,21 +2186,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -2210,12 +2210,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -3186,21 +3186,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -3210,12 +3210,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x16,
+                          __c17,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -4161,21 +4161,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -4185,12 +4185,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x16,
+                          __c17,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -5325,21 +5325,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -5349,12 +5349,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -5672,21 +5672,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -5696,12 +5696,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -6113,21 +6113,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -6137,12 +6137,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x16,
+                          __c17,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -6564,21 +6564,21 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x3 = (0i32)
+                      let __x15 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __x4 = (0i32)
+                      let __x16 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 16usize) * 1usize
                           }) as i32,
                         );
-                      let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_6,
@@ -6588,12 +6588,12 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x4,
-                        __x3,
+                        __x16,
+                        __x15,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x4,
-                          __c5,
+                          __x16,
+                          __c17,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -7320,7 +7320,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7337,7 +7337,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7354,14 +7354,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c8 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x7,
-                    __x6,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x7,
-                      __c8,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -7480,7 +7480,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7497,7 +7497,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -7514,14 +7514,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x22,
+                      __c23,
                     )
                 })
           },
@@ -7690,75 +7690,45 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -7774,20 +7744,10 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = c_12[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -7803,46 +7763,58 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -7858,73 +7830,10 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = c_12[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -7940,1524 +7849,79 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   ),
-                  __p_N,
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c_ptr,
                 __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_12[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
     ::kernel_std::__private::device::bar_sync();
@@ -9578,7 +8042,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               __p_M,
             )
               && {
-                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9595,7 +8059,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9612,14 +8076,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __c14 = __p_N;
+                let __c26 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __x12,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x13,
-                    __c14,
+                    __x25,
+                    __c26,
                   )
               })
         }
@@ -9738,7 +8202,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
               __p_M,
             )
               && {
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9755,7 +8219,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9772,14 +8236,14 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 );
-                let __c17 = __p_N;
+                let __c29 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x16,
-                  __x15,
+                  __x28,
+                  __x27,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x16,
-                    __c17,
+                    __x28,
+                    __c29,
                   )
               })
         };
@@ -9965,75 +8429,45 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_d_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -10049,20 +8483,10 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -10078,46 +8502,58 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_d_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          16i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -10133,73 +8569,10 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = acc_5[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -10215,1524 +8588,79 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         }) as i32,
                       ),
                   ),
-                  __p_N,
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_d_ptr,
                 __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_d_ptr,
+                  __len_d_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_d_ptr,
+                  __len_d_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 1usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_d_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        16i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 16usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_5[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      16i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_d_ptr,
-              __len_d_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_d_ptr,
-                __len_d_ptr,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }

@@ -2978,21 +2978,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3002,12 +3002,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3040,21 +3040,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3064,12 +3064,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3102,21 +3102,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3126,12 +3126,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3164,21 +3164,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3188,12 +3188,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3631,21 +3631,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3655,12 +3655,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3693,21 +3693,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3717,12 +3717,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3755,21 +3755,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3779,12 +3779,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -3817,21 +3817,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x0 = (0i32)
+                    let __x12 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x13 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -3841,12 +3841,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x13,
+                      __x12,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x13,
+                        __c14,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_16(
@@ -4388,21 +4388,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -4412,12 +4412,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -4470,21 +4470,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -4494,12 +4494,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -4552,21 +4552,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -4576,12 +4576,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -4634,21 +4634,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -4658,12 +4658,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -5245,21 +5245,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -5269,12 +5269,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -5327,21 +5327,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -5351,12 +5351,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -5409,21 +5409,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -5433,12 +5433,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -5491,21 +5491,21 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       }) + __sf % 8
                     })) * 2;
                   if {
-                    let __x3 = (0i32)
+                    let __x15 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x16 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_19,
@@ -5515,12 +5515,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x16,
+                      __x15,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x16,
+                        __c17,
                       )
                   } && (__g as usize) % 16 == 0
                     && (__inb0
@@ -6312,7 +6312,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6329,7 +6329,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6346,14 +6346,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c8 = __p_N;
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x7,
-                    __x6,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x7,
-                      __c8,
+                      __x19,
+                      __c20,
                     )
                 })
           }
@@ -6479,7 +6479,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6496,7 +6496,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6513,14 +6513,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x22,
+                      __c23,
                     )
                 })
           }
@@ -6646,7 +6646,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6663,7 +6663,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6680,14 +6680,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x25,
+                      __c26,
                     )
                 })
           }
@@ -6813,7 +6813,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6830,7 +6830,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -6847,14 +6847,14 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x28,
+                      __c29,
                     )
                 })
           },
@@ -7185,21 +7185,67 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  c_base_12,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_22[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_8,
@@ -7215,78 +7261,80 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  c_base_12,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_8,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_9,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_22[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_8,
@@ -7302,134 +7350,12 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
+                      pid_n_9,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         64i64,
                       ),
@@ -7438,3385 +7364,65 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       ),
                   ),
+                  __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c_ptr,
                 __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 16usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 17usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 18usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 19usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 20usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 21usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 22usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 23usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 24usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 25usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 26usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 27usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 28usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 29usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 30usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 31usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 64usize + (__warp % 2usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                c_base_12,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_8,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_22[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 64usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_9,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }

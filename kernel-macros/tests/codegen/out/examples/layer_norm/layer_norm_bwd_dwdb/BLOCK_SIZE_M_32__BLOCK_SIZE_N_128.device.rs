@@ -89,7 +89,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let i_4: i32 = __i;
-        let mut __ld0_all: [[f32; 4usize]; 8usize] = unsafe {
+        let mut __ld2_all: [[f32; 4usize]; 8usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -99,7 +99,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld0: [f32; 4usize] = {
+            let __ld2: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -246,7 +246,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 __p_M,
               )
                 && {
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -261,7 +261,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                         }) as i32,
                       ),
                   );
-                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -276,14 +276,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                         }) as i32,
                       ),
                   );
-                  let __c3 = __p_N;
+                  let __c5 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x2,
-                    __x1,
+                    __x4,
+                    __x3,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x2,
-                      __c3,
+                      __x4,
+                      __c5,
                     )
                 }) && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
@@ -500,7 +500,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 ]
               }
             };
-            __ld0_all[__jc] = __ld0;
+            __ld2_all[__jc] = __ld2;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -510,7 +510,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld0: [f32; 4usize] = __ld0_all[__jc];
+            let __ld2: [f32; 4usize] = __ld2_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -521,13 +521,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 let __f: usize = __f0 + __v;
                 dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   dw_2[__j],
-                  __ld0[__v],
+                  __ld2[__v],
                 );
               },
             );
           },
         );
-        let mut __ld4_all: [[f32; 4usize]; 8usize] = unsafe {
+        let mut __ld6_all: [[f32; 4usize]; 8usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -537,7 +537,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld4: [f32; 4usize] = {
+            let __ld6: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 __p_db_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -684,7 +684,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 __p_M,
               )
                 && {
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -699,7 +699,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                         }) as i32,
                       ),
                   );
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -714,14 +714,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                         }) as i32,
                       ),
                   );
-                  let __c7 = __p_N;
+                  let __c9 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x6,
-                    __x5,
+                    __x8,
+                    __x7,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x6,
-                      __c7,
+                      __x8,
+                      __c9,
                     )
                 }) && (__q0 as usize) % 16usize == 0
                 && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
@@ -938,7 +938,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 ]
               }
             };
-            __ld4_all[__jc] = __ld4;
+            __ld6_all[__jc] = __ld6;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -948,7 +948,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let __ld4: [f32; 4usize] = __ld4_all[__jc];
+            let __ld6: [f32; 4usize] = __ld6_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -959,7 +959,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 let __f: usize = __f0 + __v;
                 db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   db_3[__j],
-                  __ld4[__v],
+                  __ld6[__v],
                 );
               },
             );
@@ -971,7 +971,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
         };
       }
     }
-    let mut __red8: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __red10: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 4usize];
@@ -1059,7 +1059,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 128usize {
-          __red8[__j] = {
+          __red10[__j] = {
             let __po = __smem.add(0usize) as *mut f32;
             let __o: usize = (__f) * 4usize;
             let mut __a: f32 = ::kernel_std::__private::device::load(
@@ -1092,11 +1092,11 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 128usize {
-          sum_dw_8[__j] = __red8[__j];
+          sum_dw_8[__j] = __red10[__j];
         }
       },
     );
-    let mut __red9: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
+    let mut __red11: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 4usize];
@@ -1184,7 +1184,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 128usize {
-          __red9[__j] = {
+          __red11[__j] = {
             let __po = __smem.add(0usize) as *mut f32;
             let __o: usize = (__f) * 4usize;
             let mut __a: f32 = ::kernel_std::__private::device::load(
@@ -1217,7 +1217,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
       |__j: usize| {
         let __f = __tid + __j * 128usize;
         if __f < 128usize {
-          sum_db_9[__j] = __red9[__j];
+          sum_db_9[__j] = __red11[__j];
         }
       },
     );

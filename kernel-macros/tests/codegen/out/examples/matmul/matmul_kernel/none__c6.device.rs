@@ -3188,21 +3188,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -3212,12 +3212,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -3250,21 +3250,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -3274,12 +3274,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -3312,21 +3312,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -3336,12 +3336,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -3374,21 +3374,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -3398,12 +3398,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -4507,21 +4507,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -4531,12 +4531,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -4569,21 +4569,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -4593,12 +4593,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -4631,21 +4631,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -4655,12 +4655,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -4693,21 +4693,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x0 = (0i32)
+                        let __x12 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x1 = (0i32)
+                        let __x13 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -4717,12 +4717,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
+                          __x13,
+                          __x12,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
+                            __x13,
+                            __c14,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -6344,21 +6344,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -6368,12 +6368,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6426,21 +6426,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -6450,12 +6450,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6508,21 +6508,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -6532,12 +6532,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -6590,21 +6590,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -6614,12 +6614,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -7989,21 +7989,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -8013,12 +8013,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -8071,21 +8071,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -8095,12 +8095,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -8153,21 +8153,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -8177,12 +8177,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -8235,21 +8235,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x3 = (0i32)
+                        let __x15 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __x4 = (0i32)
+                        let __x16 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 32usize) * 1usize
                             }) as i32,
                           );
-                        let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c17 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_15,
@@ -8259,12 +8259,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
+                          __x16,
+                          __x15,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
+                            __x16,
+                            __c17,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -9656,21 +9656,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -9680,12 +9680,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -9718,21 +9718,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -9742,12 +9742,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -9780,21 +9780,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -9804,12 +9804,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -9842,21 +9842,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -9866,12 +9866,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -10215,21 +10215,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10239,12 +10239,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -10277,21 +10277,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10301,12 +10301,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -10339,21 +10339,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10363,12 +10363,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -10401,21 +10401,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x0 = (0i32)
+                      let __x12 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x1 = (0i32)
+                      let __x13 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10425,12 +10425,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x1,
-                        __x0,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x1,
-                          __c2,
+                          __x13,
+                          __c14,
                         )
                     } {
                       ::kernel_std::__private::device::cp_async_16(
@@ -10878,21 +10878,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10902,12 +10902,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -10960,21 +10960,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -10984,12 +10984,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11042,21 +11042,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11066,12 +11066,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11124,21 +11124,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11148,12 +11148,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11601,21 +11601,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11625,12 +11625,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11683,21 +11683,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11707,12 +11707,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11765,21 +11765,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11789,12 +11789,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -11847,21 +11847,21 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) + __sf % 8
                       })) * 2;
                     if {
-                      let __x6 = (0i32)
+                      let __x18 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __x7 = (0i32)
+                      let __x19 = (0i32)
                         .wrapping_add(
                           ({
                             let __pf: usize = (__f0 + 7usize);
                             0usize + ((__pf / 1usize) % 32usize) * 1usize
                           }) as i32,
                         );
-                      let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                      let __c20 = <i32 as ::kernel_std::__private::device::Num>::sub(
                         __p_K,
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           k_15,
@@ -11871,12 +11871,12 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         ),
                       );
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x7,
-                        __x6,
+                        __x19,
+                        __x18,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x7,
-                          __c8,
+                          __x19,
+                          __c20,
                         )
                     } && (__g as usize) % 16 == 0
                       && (__inb0
@@ -12535,7 +12535,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12552,7 +12552,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12569,14 +12569,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c23 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x22,
+                    __x21,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x22,
+                      __c23,
                     )
                 })
           }
@@ -12702,7 +12702,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12719,7 +12719,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12736,14 +12736,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c26 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x25,
+                    __x24,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x25,
+                      __c26,
                     )
                 })
           }
@@ -12869,7 +12869,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12886,7 +12886,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -12903,14 +12903,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c29 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x28,
+                    __x27,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x28,
+                      __c29,
                     )
                 })
           }
@@ -13036,7 +13036,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13053,7 +13053,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -13070,14 +13070,14 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x31,
+                      __c32,
                     )
                 })
           },
@@ -13408,21 +13408,67 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            16usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 1usize) * 32usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_7,
@@ -13438,78 +13484,80 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 1usize) * 32usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_n_8,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                ),
+              );
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_7,
@@ -13525,3521 +13573,79 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
+                      pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
+                  __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c_ptr,
                 __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 16usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 17usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 18usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 19usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 20usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 21usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 22usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 23usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 24usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 25usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 26usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 27usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 28usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 29usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 30usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 31usize;
-            let __f: usize = ((__warp / 1usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }

@@ -4292,21 +4292,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -4316,12 +4316,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -4346,21 +4346,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -4370,12 +4370,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -4400,21 +4400,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -4424,12 +4424,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -4454,21 +4454,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -4478,12 +4478,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -5293,21 +5293,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -5317,12 +5317,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -5347,21 +5347,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -5371,12 +5371,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -5401,21 +5401,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -5425,12 +5425,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -5455,21 +5455,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x0 = (0i32)
+                    let __x24 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x1 = (0i32)
+                    let __x25 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c26 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -5479,12 +5479,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x1,
-                      __x0,
+                      __x25,
+                      __x24,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x1,
-                        __c2,
+                        __x25,
+                        __c26,
                       )
                   } {
                     ::kernel_std::__private::device::cp_async_8(
@@ -6122,21 +6122,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -6146,12 +6146,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -6196,21 +6196,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -6220,12 +6220,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -6270,21 +6270,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -6294,12 +6294,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -6344,21 +6344,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -6368,12 +6368,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7407,21 +7407,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7431,12 +7431,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7481,21 +7481,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7505,12 +7505,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7555,21 +7555,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7579,12 +7579,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -7629,21 +7629,21 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                   );
                   let __so: usize = __dst + (__c * 8);
                   if {
-                    let __x3 = (0i32)
+                    let __x27 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __x4 = (0i32)
+                    let __x28 = (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = (__f0 + 7usize);
                           0usize + ((__pf / 1usize) % 64usize) * 1usize
                         }) as i32,
                       );
-                    let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                    let __c29 = <i32 as ::kernel_std::__private::device::Num>::sub(
                       __p_K,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         k_15,
@@ -7653,12 +7653,12 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       ),
                     );
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x4,
-                      __x3,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x4,
-                        __c5,
+                        __x28,
+                        __c29,
                       )
                   } && (__g as usize) % 8 == 0
                     && (__inb0
@@ -8637,7 +8637,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8654,7 +8654,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8671,14 +8671,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c8 = __p_N;
+                  let __c32 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x7,
-                    __x6,
+                    __x31,
+                    __x30,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x7,
-                      __c8,
+                      __x31,
+                      __c32,
                     )
                 })
           }
@@ -8804,7 +8804,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8821,7 +8821,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8838,14 +8838,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c11 = __p_N;
+                  let __c35 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x34,
+                    __x33,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x34,
+                      __c35,
                     )
                 })
           }
@@ -8971,7 +8971,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -8988,7 +8988,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9005,14 +9005,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c14 = __p_N;
+                  let __c38 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
+                    __x37,
+                    __x36,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
+                      __x37,
+                      __c38,
                     )
                 })
           }
@@ -9138,7 +9138,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9155,7 +9155,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9172,14 +9172,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c41 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x40,
+                    __x39,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x40,
+                      __c41,
                     )
                 })
           }
@@ -9305,7 +9305,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9322,7 +9322,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9339,14 +9339,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c44 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x43,
+                    __x42,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x43,
+                      __c44,
                     )
                 })
           }
@@ -9472,7 +9472,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9489,7 +9489,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9506,14 +9506,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c23 = __p_N;
+                  let __c47 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x46,
+                    __x45,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x22,
-                      __c23,
+                      __x46,
+                      __c47,
                     )
                 })
           }
@@ -9639,7 +9639,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x48 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9656,7 +9656,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9673,14 +9673,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c26 = __p_N;
+                  let __c50 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x25,
-                    __x24,
+                    __x49,
+                    __x48,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x25,
-                      __c26,
+                      __x49,
+                      __c50,
                     )
                 })
           }
@@ -9806,7 +9806,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                 __p_M,
               )
                 && {
-                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x51 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9823,7 +9823,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -9840,14 +9840,14 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         }) as i32,
                       ),
                   );
-                  let __c29 = __p_N;
+                  let __c53 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x28,
-                    __x27,
+                    __x52,
+                    __x51,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x28,
-                      __c29,
+                      __x52,
+                      __c53,
                     )
                 })
           },
@@ -10490,6604 +10490,67 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 0usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 8usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 16usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 17usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 18usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 19usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 20usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 21usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 22usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 23usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 24usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 25usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 26usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 27usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 28usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 29usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 16usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 30usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 31usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 24usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 32usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 33usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 34usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 35usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 36usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 37usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 38usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 39usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 40usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 41usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 42usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 43usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 44usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 45usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 32usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 46usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 47usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 40usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 48usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 49usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 50usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 51usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 52usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 53usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 54usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 55usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            32usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 56usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 4usize) * 64usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 57usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
+                      pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        128i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
               );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 58usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 16usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_7,
@@ -17102,446 +10565,81 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_M,
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 59usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 17usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
+                      pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        128i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_N,
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 60usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 4usize) * 64usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
+                    __p_stride_cm,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_m_7,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 61usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 48usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                  __p_stride_cn,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
+                      pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        128i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
               );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 62usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 24usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+              __sv[__v] = c_18[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_m_7,
@@ -17556,204 +10654,80 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           0usize + ((__pf / 128usize) % 64usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_M,
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 63usize;
-            let __f: usize = ((__warp / 4usize) * 64usize + 56usize
-              + __lane / 4) * 128usize + (__warp % 4usize) * 32usize
-              + 25usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  __p_stride_cm,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      pid_m_7,
+                      pid_n_8,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        128i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
                         }) as i32,
                       ),
-                  ),
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                __p_stride_cn,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              ),
-            );
-            __sv[__v] = c_18[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_m_7,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 128usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_n_8,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      128i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 128usize) * 1usize
-                      }) as i32,
-                    ),
+                  __p_N,
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c_ptr,
                 __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
+        });
       }
     }
   }

@@ -214,7 +214,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     __p_m,
                   )
                     && {
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_4,
                         (0i32)
                           .wrapping_add(
@@ -224,7 +224,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_4,
                         (0i32)
                           .wrapping_add(
@@ -234,14 +234,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c3 = __p_k;
+                      let __c15 = __p_k;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x2,
-                        __x1,
+                        __x14,
+                        __x13,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x2,
-                          __c3,
+                          __x14,
+                          __c15,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -1135,7 +1135,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     __p_k,
                   )
                     && {
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1150,7 +1150,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1165,14 +1165,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c6 = __p_n;
+                      let __c18 = __p_n;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
+                        __x17,
+                        __x16,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x5,
-                          __c6,
+                          __x17,
+                          __c18,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -1974,7 +1974,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
-      let mut __it0: u32 = 0;
+      let mut __it12: u32 = 0;
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -2084,7 +2084,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_4,
                             (0i32)
                               .wrapping_add(
@@ -2094,7 +2094,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_4,
                             (0i32)
                               .wrapping_add(
@@ -2104,14 +2104,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c9 = __p_k;
+                          let __c21 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x8,
-                            __x7,
+                            __x20,
+                            __x19,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x8,
-                              __c9,
+                              __x20,
+                              __c21,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -2158,7 +2158,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize)
+                            (0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -2185,7 +2185,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   });
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2277,7 +2277,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2369,7 +2369,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2461,7 +2461,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2553,7 +2553,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2645,7 +2645,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2737,7 +2737,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2829,7 +2829,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3016,7 +3016,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3031,7 +3031,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3046,14 +3046,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c12 = __p_n;
+                          let __c24 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x11,
-                            __x10,
+                            __x23,
+                            __x22,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x11,
-                              __c12,
+                              __x23,
+                              __c24,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -3100,7 +3100,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -3128,7 +3128,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3221,7 +3221,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3314,7 +3314,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3407,7 +3407,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3500,7 +3500,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3593,7 +3593,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3686,7 +3686,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3779,7 +3779,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3875,7 +3875,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma13: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __mma25: [f32; 16usize] = [0.0f32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3886,7 +3886,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __mma13[__j] = acc_3[__j];
+            __mma25[__j] = acc_3[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3894,9 +3894,9 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + ((__it0 & 1) as usize) * 4096usize) as u32;
+            + (0usize + ((__it12 & 1) as usize) * 4096usize) as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (8192usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+            + (8192usize + ((__it12 & 1) as usize) * 2048usize) as u32;
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3948,16 +3948,16 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -3971,16 +3971,16 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -3999,10 +3999,10 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_3[__j] = __mma13[__j];
+            acc_3[__j] = __mma25[__j];
           },
         );
-        __it0 = __it0.wrapping_add(1);
+        __it12 = __it12.wrapping_add(1);
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -4127,7 +4127,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4144,7 +4144,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4161,14 +4161,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c16 = __p_n;
+                let __c28 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x15,
-                  __x14,
+                  __x27,
+                  __x26,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x15,
-                    __c16,
+                    __x27,
+                    __c28,
                   )
               })
         }
@@ -4287,7 +4287,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4304,7 +4304,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4321,14 +4321,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c19 = __p_n;
+                let __c31 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x18,
-                  __x17,
+                  __x30,
+                  __x29,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x18,
-                    __c19,
+                    __x30,
+                    __c31,
                   )
               })
         }
@@ -4447,7 +4447,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4464,7 +4464,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4481,14 +4481,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c22 = __p_n;
+                let __c34 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x21,
-                  __x20,
+                  __x33,
+                  __x32,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x21,
-                    __c22,
+                    __x33,
+                    __c34,
                   )
               })
         }
@@ -4607,7 +4607,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4624,7 +4624,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4641,14 +4641,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c25 = __p_n;
+                let __c37 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x24,
-                  __x23,
+                  __x36,
+                  __x35,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x24,
-                    __c25,
+                    __x36,
+                    __c37,
                   )
               })
         };
@@ -4930,75 +4930,44 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -5014,20 +4983,10 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = acc_3[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -5043,46 +5002,57 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
+                  __p_m,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -5098,73 +5068,10 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = acc_3[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -5180,1524 +5087,79 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
-                  __p_n,
+                  __p_m,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c,
                 __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut f32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [f32; 2usize] = [<f32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_3[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              f32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }

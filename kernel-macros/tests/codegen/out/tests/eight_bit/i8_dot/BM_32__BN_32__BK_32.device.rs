@@ -248,7 +248,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     __p_m,
                   )
                     && {
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_5,
                         (0i32)
                           .wrapping_add(
@@ -258,7 +258,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_5,
                         (0i32)
                           .wrapping_add(
@@ -268,14 +268,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c3 = __p_k;
+                      let __c9 = __p_k;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x2,
-                        __x1,
+                        __x8,
+                        __x7,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x2,
-                          __c3,
+                          __x8,
+                          __c9,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -1169,7 +1169,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     __p_k,
                   )
                     && {
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1184,7 +1184,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1199,14 +1199,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c6 = __p_n;
+                      let __c12 = __p_n;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
+                        __x11,
+                        __x10,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x5,
-                          __c6,
+                          __x11,
+                          __c12,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -2008,7 +2008,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
-      let mut __it0: u32 = 0;
+      let mut __it6: u32 = 0;
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -2118,7 +2118,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2128,7 +2128,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2138,14 +2138,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c9 = __p_k;
+                          let __c15 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x8,
-                            __x7,
+                            __x14,
+                            __x13,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x8,
-                              __c9,
+                              __x14,
+                              __c15,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -2192,7 +2192,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            (0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -2219,7 +2219,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   });
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2311,7 +2311,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2403,7 +2403,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2495,7 +2495,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2587,7 +2587,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2679,7 +2679,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2771,7 +2771,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2863,7 +2863,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 2048usize))
+                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3050,7 +3050,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3065,7 +3065,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3080,14 +3080,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c12 = __p_n;
+                          let __c18 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x11,
-                            __x10,
+                            __x17,
+                            __x16,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x11,
-                              __c12,
+                              __x17,
+                              __c18,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -3134,7 +3134,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -3162,7 +3162,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3255,7 +3255,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3348,7 +3348,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3441,7 +3441,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3534,7 +3534,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3627,7 +3627,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3720,7 +3720,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3813,7 +3813,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (4096usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3909,8 +3909,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma13: [f32; 8usize] = [0.0f32; 8usize];
-        let mut __sums14: [i32; 8usize] = [0i32; 8usize];
+        let mut __mma19: [f32; 8usize] = [0.0f32; 8usize];
+        let mut __sums20: [i32; 8usize] = [0i32; 8usize];
         ::kernel_std::__private::device::unroll::<
           8usize,
           _,
@@ -3921,7 +3921,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __sums14[__j] = acc_4[__j];
+            __sums20[__j] = acc_4[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3929,9 +3929,9 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+            + (0usize + ((__it6 & 1) as usize) * 2048usize) as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (4096usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+            + (4096usize + ((__it6 & 1) as usize) * 2048usize) as u32;
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3983,16 +3983,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma19[__b],
+                          __mma19[__b + 1],
+                          __mma19[__b + 2],
+                          __mma19[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma19[__b] = __d[0];
+                      __mma19[__b + 1] = __d[1];
+                      __mma19[__b + 2] = __d[2];
+                      __mma19[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4006,16 +4006,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma19[__b],
+                          __mma19[__b + 1],
+                          __mma19[__b + 2],
+                          __mma19[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma19[__b] = __d[0];
+                      __mma19[__b + 1] = __d[1];
+                      __mma19[__b + 2] = __d[2];
+                      __mma19[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4024,7 +4024,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
           );
         }
         for __j in 0..8usize {
-          __sums14[__j] = __sums14[__j].wrapping_add(__mma13[__j] as i32);
+          __sums20[__j] = __sums20[__j].wrapping_add(__mma19[__j] as i32);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -4037,10 +4037,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_4[__j] = __sums14[__j];
+            acc_4[__j] = __sums20[__j];
           },
         );
-        __it0 = __it0.wrapping_add(1);
+        __it6 = __it6.wrapping_add(1);
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -4165,7 +4165,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4182,7 +4182,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4199,14 +4199,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c17 = __p_n;
+                let __c23 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x16,
-                  __x15,
+                  __x22,
+                  __x21,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x16,
-                    __c17,
+                    __x22,
+                    __c23,
                   )
               })
         }
@@ -4325,7 +4325,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4342,7 +4342,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4359,14 +4359,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c20 = __p_n;
+                let __c26 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x19,
-                  __x18,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x19,
-                    __c20,
+                    __x25,
+                    __c26,
                   )
               })
         };
@@ -4516,75 +4516,44 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 2usize) * 16usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -4600,20 +4569,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -4629,46 +4588,57 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
+                  __p_m,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 2usize) * 16usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          32i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -4684,73 +4654,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -4766,78 +4673,12 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
-                  __p_n,
+                  __p_m,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         32i64,
                       ),
@@ -4846,560 +4687,65 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c,
                 __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                i32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 16usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }

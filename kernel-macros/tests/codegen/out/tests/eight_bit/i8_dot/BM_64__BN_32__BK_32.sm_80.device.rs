@@ -249,7 +249,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                     __p_m,
                   )
                     && {
-                      let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_5,
                         (0i32)
                           .wrapping_add(
@@ -259,7 +259,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         k0_5,
                         (0i32)
                           .wrapping_add(
@@ -269,14 +269,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c3 = __p_k;
+                      let __c15 = __p_k;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x2,
-                        __x1,
+                        __x14,
+                        __x13,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x2,
-                          __c3,
+                          __x14,
+                          __c15,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -1170,7 +1170,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                     __p_k,
                   )
                     && {
-                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1185,7 +1185,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                         <i32 as ::kernel_std::__private::device::Num>::mul(
                           ::kernel_std::__private::device::program_id(1u32),
                           <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1200,14 +1200,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                             }) as i32,
                           ),
                       );
-                      let __c6 = __p_n;
+                      let __c18 = __p_n;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __x4,
+                        __x17,
+                        __x16,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x5,
-                          __c6,
+                          __x17,
+                          __c18,
                         )
                     });
                   if __all && (__p0 as usize) % 8 == 0
@@ -2009,7 +2009,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
         }
       }
       ::kernel_std::__private::device::cp_async_commit();
-      let mut __it0: u32 = 0;
+      let mut __it12: u32 = 0;
       let mut __i: i32 = __start;
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
@@ -2119,7 +2119,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2129,7 +2129,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2139,14 +2139,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c9 = __p_k;
+                          let __c21 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x8,
-                            __x7,
+                            __x20,
+                            __x19,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x8,
-                              __c9,
+                              __x20,
+                              __c21,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -2193,7 +2193,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize)
+                            (0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -2220,7 +2220,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   });
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2312,7 +2312,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2404,7 +2404,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2496,7 +2496,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2588,7 +2588,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2680,7 +2680,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2772,7 +2772,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2864,7 +2864,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   );
                   ::kernel_std::__private::device::store(
                     (__smem
-                      .add((0usize + ((((__it0 + 1) & 1) as usize)) * 4096usize))
+                      .add((0usize + ((((__it12 + 1) & 1) as usize)) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3051,7 +3051,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3066,7 +3066,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3081,14 +3081,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c12 = __p_n;
+                          let __c24 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x11,
-                            __x10,
+                            __x23,
+                            __x22,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x11,
-                              __c12,
+                              __x23,
+                              __c24,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -3135,7 +3135,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       >(
                         __smem
                           .add(
-                            (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize)
+                            (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize)
                               + __s0 * 2,
                           ) as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
@@ -3163,7 +3163,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3256,7 +3256,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3349,7 +3349,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3442,7 +3442,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3535,7 +3535,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3628,7 +3628,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3721,7 +3721,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3814,7 +3814,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                   ::kernel_std::__private::device::store(
                     (__smem
                       .add(
-                        (8192usize + ((((__it0 + 1) & 1) as usize)) * 2048usize),
+                        (8192usize + ((((__it12 + 1) & 1) as usize)) * 2048usize),
                       ) as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3910,8 +3910,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
           }
         }
         ::kernel_std::__private::device::cp_async_commit();
-        let mut __mma13: [f32; 16usize] = [0.0f32; 16usize];
-        let mut __sums14: [i32; 16usize] = [0i32; 16usize];
+        let mut __mma25: [f32; 16usize] = [0.0f32; 16usize];
+        let mut __sums26: [i32; 16usize] = [0i32; 16usize];
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3922,7 +3922,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            __sums14[__j] = acc_4[__j];
+            __sums26[__j] = acc_4[__j];
           },
         );
         ::kernel_std::__private::device::cp_async_wait_group::<1>();
@@ -3930,9 +3930,9 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + ((__it0 & 1) as usize) * 4096usize) as u32;
+            + (0usize + ((__it12 & 1) as usize) * 4096usize) as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (8192usize + ((__it0 & 1) as usize) * 2048usize) as u32;
+            + (8192usize + ((__it12 & 1) as usize) * 2048usize) as u32;
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3984,16 +3984,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[0], __bq[1]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
                     },
                   );
                   ::kernel_std::__private::device::unroll::<
@@ -4007,16 +4007,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         __af[__i],
                         [__bq[2], __bq[3]],
                         [
-                          __mma13[__b],
-                          __mma13[__b + 1],
-                          __mma13[__b + 2],
-                          __mma13[__b + 3],
+                          __mma25[__b],
+                          __mma25[__b + 1],
+                          __mma25[__b + 2],
+                          __mma25[__b + 3],
                         ],
                       );
-                      __mma13[__b] = __d[0];
-                      __mma13[__b + 1] = __d[1];
-                      __mma13[__b + 2] = __d[2];
-                      __mma13[__b + 3] = __d[3];
+                      __mma25[__b] = __d[0];
+                      __mma25[__b + 1] = __d[1];
+                      __mma25[__b + 2] = __d[2];
+                      __mma25[__b + 3] = __d[3];
                     },
                   );
                 },
@@ -4025,7 +4025,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
           );
         }
         for __j in 0..16usize {
-          __sums14[__j] = __sums14[__j].wrapping_add(__mma13[__j] as i32);
+          __sums26[__j] = __sums26[__j].wrapping_add(__mma25[__j] as i32);
         }
         ::kernel_std::__private::device::bar_sync();
         ::kernel_std::__private::device::unroll::<
@@ -4038,10 +4038,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8 + __lane / 4)
               * 32usize + (__warp % 2usize) * 16usize
               + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            acc_4[__j] = __sums14[__j];
+            acc_4[__j] = __sums26[__j];
           },
         );
-        __it0 = __it0.wrapping_add(1);
+        __it12 = __it12.wrapping_add(1);
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -4166,7 +4166,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4183,7 +4183,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4200,14 +4200,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c17 = __p_n;
+                let __c29 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x16,
-                  __x15,
+                  __x28,
+                  __x27,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x16,
-                    __c17,
+                    __x28,
+                    __c29,
                   )
               })
         }
@@ -4326,7 +4326,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4343,7 +4343,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4360,14 +4360,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c20 = __p_n;
+                let __c32 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x19,
-                  __x18,
+                  __x31,
+                  __x30,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x19,
-                    __c20,
+                    __x31,
+                    __c32,
                   )
               })
         }
@@ -4486,7 +4486,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4503,7 +4503,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4520,14 +4520,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c23 = __p_n;
+                let __c35 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x22,
-                  __x21,
+                  __x34,
+                  __x33,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x22,
-                    __c23,
+                    __x34,
+                    __c35,
                   )
               })
         }
@@ -4646,7 +4646,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
               __p_m,
             )
               && {
-                let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4663,7 +4663,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                let __x37 = <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
                     <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4680,14 +4680,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 );
-                let __c26 = __p_n;
+                let __c38 = __p_n;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x25,
-                  __x24,
+                  __x37,
+                  __x36,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x25,
-                    __c26,
+                    __x37,
+                    __c38,
                   )
               })
         };
@@ -4969,75 +4969,44 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
         }
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        ::kernel_std::__private::device::outline(move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -5053,20 +5022,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -5082,46 +5041,57 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
+                  __p_m,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = ((__warp / 2usize) * 32usize
+                + ((__j) / 8usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
+                + (((__j) % 8usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_n,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -5137,73 +5107,10 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                       }) as i32,
                     ),
                 ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = acc_4[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
@@ -5219,1524 +5126,79 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
                         }) as i32,
                       ),
                   ),
-                  __p_n,
+                  __p_m,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_n,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 8usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c,
                 __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                i32,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c,
+                  __len_c,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 0usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 8usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 0usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 1usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 16usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut i32; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [i32; 2usize] = [<i32 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 8usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = ((__warp / 2usize) * 32usize + 24usize
-              + __lane / 4) * 32usize + (__warp % 2usize) * 16usize
-              + 9usize + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = acc_4[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_m,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 8usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 4usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c,
-              __len_c,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              i32,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c,
-                __len_c,
-                __fault,
-                __tag,
-                3u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        });
       }
     }
   }
