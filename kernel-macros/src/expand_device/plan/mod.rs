@@ -46,9 +46,9 @@ pub(crate) use layout::Layout;
 pub(crate) use split::SplitLoop;
 pub(crate) use values::LocalKind;
 
-/// The most f32 accumulator registers per thread of a body whose cold paths go out of line
-/// (but for plain `wgmma` bodies): with 128 (128×256 tiles on 8 warps: an `mma.sync` body, or a
-/// split entry's `wgmma` body) ptxas spills around the call.
+/// The most f32 accumulator registers per thread of an `mma.sync` body on a target without
+/// `wgmma` whose cold paths go out of line: with 128 (128×256 tiles on 8 warps) ptxas spills
+/// around the call.
 pub(crate) const MAX_OUTLINED_ACC_REGS: usize = 96;
 
 /// The most elements of a block per thread for which cyclic slot loops are unrolled (see
@@ -147,9 +147,10 @@ pub(crate) struct DevicePlan<'a> {
     pub(crate) store_barriers: HashMap<usize, barriers::StoreBarriers>,
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
     pub(crate) tensor_maps: Vec<TmaDesc>,
-    /// Whether cold paths run out of line (`kernel_std::device::outline`): bodies whose
-    /// accumulators take at most `MAX_OUTLINED_ACC_REGS` registers, and the `wgmma` bodies of
-    /// plain entries.
+    /// Whether cold paths run out of line (`kernel_std::device::outline`): the bodies of plain
+    /// entries (split entries keep them inline: out of line, ptxas spilled around the calls in
+    /// large tilings, and the forced-split matmul tests got wrong results), but for the `mma.sync` bodies
+    /// of non-`wgmma` targets with more than `MAX_OUTLINED_ACC_REGS` accumulator registers.
     pub(crate) outline_cold: bool,
     /// The top-level loop after which no loop follows, in a body with cold paths out of line:
     /// the cold fallback of its tensor-map version runs the rest of the body itself and
@@ -204,14 +205,13 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     p.dots = (0..k.exprs.len()).filter(|&e| matches!(k.exprs[e].kind, ExprKind::Dot { .. })).map(|e| (e, p.mma_tiling(e))).collect();
     p.split_loop = p.split_loop();
     p.split = p.split_loop.clone().filter(|_| inst.split);
-    // Out of line, unless the accumulators take more than `MAX_OUTLINED_ACC_REGS` registers
-    // (ptxas then spills around the call), where only the plain `wgmma` bodies keep it (their
-    // tensor-map loop's fallback must not join the hot path).
+    // `mma.sync` bodies whose accumulators take more registers than `MAX_OUTLINED_ACC_REGS`
+    // keep their cold paths inline: around the call ptxas spills.
     let acc_regs = p.dots.iter().filter_map(|(_, l)| match l {
-        Some(Layout::Mma { tm, tn, .. }) => Some(tm * tn * 4),
+        Some(Layout::Mma { tm, tn, wg: false, .. }) => Some(tm * tn * 4),
         _ => None,
     });
-    p.outline_cold = acc_regs.max().unwrap_or(0) <= MAX_OUTLINED_ACC_REGS || (target.has_wgmma() && p.split.is_none());
+    p.outline_cold = p.split.is_none() && (target.has_wgmma() || acc_regs.max().unwrap_or(0) <= MAX_OUTLINED_ACC_REGS);
     p.tail_loop = k
         .body
         .iter()

@@ -792,21 +792,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x3 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x4 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -816,12 +816,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x4,
+                  __x3,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x4,
+                    __c5,
                   )
               });
             __r += 128usize;
@@ -838,21 +838,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             let __f0: usize = __r * 16usize;
             __mall = __mall
               && ({
-                let __x9 = (0i32)
+                let __x3 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __x10 = (0i32)
+                let __x4 = (0i32)
                   .wrapping_add(
                     ({
                       let __pf: usize = (__f0 + 15usize);
                       0usize + ((__pf / 1usize) % 16usize) * 1usize
                     }) as i32,
                   );
-                let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                   __p_K,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     k_6,
@@ -862,12 +862,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                   ),
                 );
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __x9,
+                  __x4,
+                  __x3,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x10,
-                    __c11,
+                    __x4,
+                    __c5,
                   )
               });
             __r += 128usize;
@@ -886,21 +886,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x3 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x4 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -910,12 +910,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x4,
+                    __x3,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x4,
+                      __c5,
                     )
                 });
               __r += 128usize;
@@ -933,21 +933,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
               let __f0: usize = __r * 16usize;
               __mmid = __mmid
                 && ({
-                  let __x9 = (0i32)
+                  let __x3 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __x10 = (0i32)
+                  let __x4 = (0i32)
                     .wrapping_add(
                       ({
                         let __pf: usize = (__f0 + 15usize);
                         0usize + ((__pf / 1usize) % 16usize) * 1usize
                       }) as i32,
                     );
-                  let __c11 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                  let __c5 = <i32 as ::kernel_std::__private::device::Num>::sub(
                     __p_K,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       k_6,
@@ -957,12 +957,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                     ),
                   );
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x10,
-                    __x9,
+                    __x4,
+                    __x3,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x10,
-                      __c11,
+                      __x4,
+                      __c5,
                     )
                 });
               __r += 128usize;
@@ -1145,21 +1145,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                     if __c < 128usize {
                       let __f0: usize = __c * 8;
                       if !({
-                        let __x6 = (0i32)
+                        let __x0 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x1 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -1169,12 +1169,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x1,
+                          __x0,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x1,
+                            __c2,
                           )
                       }) {
                         let __sp = __smem
@@ -2141,21 +2141,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x0 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x1 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2165,12 +2165,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x1,
+                          __x0,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x1,
+                            __c2,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -2422,21 +2422,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                       );
                       let __so: usize = __dst + __so0[0usize] as usize;
                       if {
-                        let __x6 = (0i32)
+                        let __x0 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x7 = (0i32)
+                        let __x1 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c2 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2446,12 +2446,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __x6,
+                          __x1,
+                          __x0,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x7,
-                            __c8,
+                            __x1,
+                            __c2,
                           )
                       } {
                         ::kernel_std::__private::device::cp_async_16(
@@ -2712,21 +2712,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x12 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -2736,12 +2736,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3093,21 +3093,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           }) + __sf % 8
                         })) * 2;
                       if {
-                        let __x12 = (0i32)
+                        let __x6 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __x13 = (0i32)
+                        let __x7 = (0i32)
                           .wrapping_add(
                             ({
                               let __pf: usize = (__f0 + 7usize);
                               0usize + ((__pf / 1usize) % 16usize) * 1usize
                             }) as i32,
                           );
-                        let __c14 = <i32 as ::kernel_std::__private::device::Num>::sub(
+                        let __c8 = <i32 as ::kernel_std::__private::device::Num>::sub(
                           __p_K,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             k_6,
@@ -3117,12 +3117,12 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           ),
                         );
                         <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x13,
-                          __x12,
+                          __x7,
+                          __x6,
                         )
                           && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x13,
-                            __c14,
+                            __x7,
+                            __c8,
                           )
                       } && (__g as usize) % 16 == 0
                         && (__inb0
@@ -3420,752 +3420,6 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
             >(&mut acc_5);
           }
         }
-        ::kernel_std::__private::device::cp_async_wait_all();
-        ::kernel_std::__private::device::bar_sync();
-        if __tid == 0 {
-          ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 12288usize as u32,
-          );
-          ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 12296usize as u32,
-          );
-          ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 12304usize as u32,
-          );
-          ::kernel_std::__private::device::mbarrier_inval(
-            ::kernel_std::__private::device::smem_addr() + 12312usize as u32,
-          );
-        }
-        a_ptrs_3_off += __n * __st3;
-        b_ptrs_4_off += __n * __st4;
-        ::kernel_std::__private::device::outline(move || {
-          let mut c_11: [::kernel_std::__private::device::F16; 16usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          {
-            let __val = ::kernel_std::__private::device::inline_fn(
-              #[inline(always)]
-              |__j: usize| -> f32 {
-                let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                  + (__warp % 4) * 16 + __lane / 4) * 32usize
-                  + ((__warp / 4) % 1usize) * 32usize
-                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                  + (__lane % 4) * 2;
-                acc_5[__j]
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__p: usize| {
-                let __w: u32 = ::kernel_std::__private::device::pack_f16x2(
-                  __val(2 * __p),
-                  __val(2 * __p + 1),
-                );
-                c_11[2 * __p] = ::kernel_std::__private::device::F16(
-                  __w as u16,
-                );
-                c_11[2 * __p + 1] = ::kernel_std::__private::device::F16(
-                  (__w >> 16) as u16,
-                );
-              },
-            );
-          }
-          {
-            let __sfast: bool = ::kernel_std::__private::device::warp_all(
-              true
-                && {
-                  let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                              + ((__warp / 4) % 1usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                              + ((__warp / 4) % 1usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  (0i64).wrapping_add(1i64) == 1i64
-                    && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-                    && (__pa as usize) % 16usize == 0
-                    && ::kernel_std::__private::device::fits(
-                      __pa,
-                      __p_c_ptr,
-                      __len_c_ptr,
-                      32usize,
-                    )
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (__sk.pid as i32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    )
-                      && {
-                        let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 0usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c2 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x1,
-                          __x0,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x1,
-                            __c2,
-                          )
-                      })
-                }
-                && {
-                  let __pa: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                              + ((__warp / 4) % 1usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2));
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __pz: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                              + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                              + ((__warp / 4) % 1usize) * 32usize + 0usize
-                              + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  (0i64).wrapping_add(1i64) == 1i64
-                    && (__pz as usize).wrapping_sub(__pa as usize) == 62usize
-                    && (__pa as usize) % 16usize == 0
-                    && ::kernel_std::__private::device::fits(
-                      __pa,
-                      __p_c_ptr,
-                      __len_c_ptr,
-                      32usize,
-                    )
-                    && (<i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          (__sk.pid as i32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                + (__lane % 4) * 2 - (__lane % 4) * 2));
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_M,
-                    )
-                      && {
-                        let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2));
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((((__warp / 4) / 1usize) * 64usize
-                                  + 8usize + (__warp % 4) * 16 + __lane / 4) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize + 0usize
-                                  + (__lane % 4) * 2 - (__lane % 4) * 2 + 31usize));
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        );
-                        let __c5 = __p_N;
-                        <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x4,
-                          __x3,
-                        )
-                          && <i32 as ::kernel_std::__private::device::Num>::lt(
-                            __x4,
-                            __c5,
-                          )
-                      })
-                },
-            );
-            if __sfast {
-              let __val = ::kernel_std::__private::device::inline_fn(
-                #[inline(always)]
-                |__j: usize| -> ::kernel_std::__private::device::F16 {
-                  let __v: usize = __j % 2;
-                  let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                    + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                    + (__warp % 4) * 16 + __lane / 4) * 32usize
-                    + ((__warp / 4) % 1usize) * 32usize
-                    + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                    + (__lane % 4) * 2;
-                  c_11[__j]
-                },
-              );
-              let __sw: u32 = ::kernel_std::__private::device::smem_addr()
-                + (0usize + __warp * 1280usize) as u32;
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 0usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(0usize), __val(1usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(2usize), __val(3usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(4usize), __val(5usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(6usize), __val(7usize)),
-                ],
-              );
-              ::kernel_std::__private::device::stmatrix_x4(
-                __sw
-                  + ((((__lane / 8) % 2) * 8 + __lane % 8) * 80usize + 32usize
-                    + (__lane / 16) * 16) as u32,
-                [
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(8usize), __val(9usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(10usize), __val(11usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(12usize), __val(13usize)),
-                  ::kernel_std::__private::device::pack2::<
-                    ::kernel_std::__private::device::F16,
-                  >(__val(14usize), __val(15usize)),
-                ],
-              );
-              ::kernel_std::__private::device::warp_sync();
-              for __q in 0..2usize {
-                let __qi: usize = __q * 32 + __lane;
-                if __qi < 64usize {
-                  let (__row, __ch): (usize, usize) = (
-                    __qi / 4usize,
-                    __qi % 4usize,
-                  );
-                  let __v: [u32; 4] = ::kernel_std::__private::device::ld_shared_v4(
-                    __sw + (__row * 80usize + __ch * 16) as u32,
-                  );
-                  let __p: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_c_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                                  + 0usize * 64 + (__warp % 4) * 16 + __row) * 32usize
-                                  + ((__warp / 4) % 1usize) * 32usize;
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (((__warp / 4) / 1usize) * 64usize
-                              + 0usize * 64 + (__warp % 4) * 16 + __row) * 32usize
-                              + ((__warp / 4) % 1usize) * 32usize;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  ::kernel_std::__private::device::store_vec::<
-                    u32,
-                    4,
-                  >(__p.wrapping_add(__ch * 8) as *mut u32, __v);
-                }
-              }
-              ::kernel_std::__private::device::warp_sync();
-            } else {
-              ::core::hint::cold_path();
-              ::kernel_std::__private::device::outline(move || {
-                let __np: usize = ::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                );
-                let mut __p: usize = 0;
-                while __p < __np {
-                  let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-                  let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-                  let mut __sm: [bool; 2usize] = [false; 2usize];
-                  {
-                    let __v: usize = 0usize;
-                    let __j: usize = 2 * __p + 0usize;
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 32usize
-                      + ((__warp / 4) % 1usize) * 32usize
-                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_c_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (__sk.pid as i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    __sv[__v] = c_11[__j];
-                    __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    );
-                  }
-                  {
-                    let __v: usize = 1usize;
-                    let __j: usize = 2 * __p + 1usize;
-                    let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                      + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                      + (__warp % 4) * 16 + __lane / 4) * 32usize
-                      + ((__warp / 4) % 1usize) * 32usize
-                      + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                      + (__lane % 4) * 2;
-                    __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_c_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              (__sk.pid as i32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = __f;
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_N,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    __sv[__v] = c_11[__j];
-                    __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            (__sk.pid as i32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = __f;
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_N,
-                      ),
-                    );
-                  }
-                  if true && __sm[0usize] && __sm[1usize]
-                    && (__sp[0] as usize) % 4usize == 0
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                    && ::kernel_std::__private::device::fits(
-                      __sp[0],
-                      __p_c_ptr,
-                      __len_c_ptr,
-                      2usize,
-                    )
-                  {
-                    ::kernel_std::__private::device::store_vec::<
-                      ::kernel_std::__private::device::F16,
-                      2usize,
-                    >(__sp[0], __sv);
-                  } else {
-                    if __sm[0usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[0usize],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[0usize],
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[1usize],
-                        __p_c_ptr,
-                        __len_c_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[1usize],
-                        __sv[1usize],
-                      );
-                    }
-                  }
-                  __p += 1;
-                }
-              });
-            }
-          }
-        });
-        return;
       }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::bar_sync();
@@ -4466,7 +3720,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4484,7 +3738,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4502,14 +3756,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c17 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x10,
+                      __c11,
                     )
                 })
           }
@@ -4633,7 +3887,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                 __p_M,
               )
                 && {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4651,7 +3905,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -4669,14 +3923,14 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   );
-                  let __c20 = __p_N;
+                  let __c14 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x13,
+                    __x12,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x13,
+                      __c14,
                     )
                 })
           },
@@ -4796,65 +4050,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
         ::kernel_std::__private::device::warp_sync();
       } else {
         ::core::hint::cold_path();
-        ::kernel_std::__private::device::outline(move || {
-          let __np: usize = ::kernel_std::__private::device::opaque_usize(
-            8usize,
-          );
-          let mut __p: usize = 0;
-          while __p < __np {
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-            let mut __sm: [bool; 2usize] = [false; 2usize];
-            {
-              let __v: usize = 0usize;
-              let __j: usize = 2 * __p + 0usize;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (__sk.pid as i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              __sv[__v] = c_11[__j];
-              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 0usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 0usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (__sk.pid as i32),
@@ -4870,59 +4080,46 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   ),
-                  __p_M,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
                   __p_N,
                 ),
-              );
-            }
-            {
-              let __v: usize = 1usize;
-              let __j: usize = 2 * __p + 1usize;
-              let __f: usize = (((__warp / 4) / 1usize) * 64usize
-                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
-                + (__warp % 4) * 16 + __lane / 4) * 32usize
-                + ((__warp / 4) % 1usize) * 32usize
-                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
-                + (__lane % 4) * 2;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_c_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        (__sk.pid as i32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_N,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
                   ),
                 ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -4938,10 +4135,21 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                       }) as i32,
                     ),
                 ),
-              );
-              __sv[__v] = c_11[__j];
-              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 1usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 1usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (__sk.pid as i32),
@@ -4957,79 +4165,1675 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   ),
-                  __p_M,
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(1u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        32i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
                   __p_N,
                 ),
-              );
-            }
-            if true && __sm[0usize] && __sm[1usize]
-              && (__sp[0] as usize) % 4usize == 0
-              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
                 __p_c_ptr,
                 __len_c_ptr,
-                2usize,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
               )
             {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                2usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
-              }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_c_ptr,
-                  __len_c_ptr,
-                  __fault,
-                  __tag,
-                  2u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
-              }
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
             }
-            __p += 1;
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
           }
-        });
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 2usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 0usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 3usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 1usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 4usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 8usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 5usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 9usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 6usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 8usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 7usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 9usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 8usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 16usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 9usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 17usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 10usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 16usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 11usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 17usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 12usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 24usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 13usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 25usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
+        {
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+          let mut __sm: [bool; 2usize] = [false; 2usize];
+          {
+            let __v: usize = 0usize;
+            let __j: usize = 14usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 24usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          {
+            let __v: usize = 1usize;
+            let __j: usize = 15usize;
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize + 25usize
+              + (__lane % 4) * 2;
+            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_c_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (__sk.pid as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_N,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(1u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    32i64,
+                  ),
+                ),
+                (0i32)
+                  .wrapping_add(
+                    ({
+                      let __pf: usize = __f;
+                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                    }) as i32,
+                  ),
+              ),
+            );
+            __sv[__v] = c_11[__j];
+            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (__sk.pid as i32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_M,
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(1u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      32i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 32usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_N,
+              ),
+            );
+          }
+          if true && __sm[0usize] && __sm[1usize]
+            && (__sp[0] as usize) % 4usize == 0
+            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+            && ::kernel_std::__private::device::fits(
+              __sp[0],
+              __p_c_ptr,
+              __len_c_ptr,
+              2usize,
+            )
+          {
+            ::kernel_std::__private::device::store_vec::<
+              ::kernel_std::__private::device::F16,
+              2usize,
+            >(__sp[0], __sv);
+          } else {
+            if __sm[0usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[0usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[0usize],
+                __sv[0usize],
+              );
+            }
+            if __sm[1usize]
+              && ::kernel_std::__private::device::in_bounds(
+                __sp[1usize],
+                __p_c_ptr,
+                __len_c_ptr,
+                __fault,
+                __tag,
+                2u32,
+                ::core::line!(),
+              )
+            {
+              ::kernel_std::__private::device::store(
+                __sp[1usize],
+                __sv[1usize],
+              );
+            }
+          }
+        }
       }
     }
   }
