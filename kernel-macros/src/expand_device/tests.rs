@@ -551,6 +551,17 @@ fn cold_paths_out_of_line_by_target_and_accumulator_size() {
     let (k, vals, warps, stages) = &inst[0];
     let split = plan::plan(k, &plan::Instance { vals, num_warps: *warps, num_stages: *stages, split: true }, Target::Sm90a).expect("a valid plan");
     assert!(split.split.is_some() && !split.outline_cold, "{split}");
+    // Its checked stores still loop over their column pairs, as do those of every body but the
+    // `mma.sync` ones over `MAX_OUTLINED_ACC_REGS` accumulator registers.
+    assert!(split.roll_cold_stores);
+    let rolled = |bm: usize, bn: usize, warps: usize, target: Target| {
+        let src = matmul(3, 32, "").replace("BM = 64, BN = 64", &format!("BM = {bm}, BN = {bn}")).replace("num_warps = 4", &format!("num_warps = {warps}"));
+        let (_, inst) = expand("", &src);
+        let (k, vals, warps, stages) = &inst[0];
+        plan_of(k, vals, *warps, *stages, target).roll_cold_stores
+    };
+    assert!(rolled(64, 64, 4, Target::Sm80) && rolled(128, 256, 8, Target::Sm90a));
+    assert!(!rolled(128, 256, 8, Target::Sm80));
 }
 
 #[test]

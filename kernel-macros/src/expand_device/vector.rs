@@ -285,13 +285,18 @@ impl DevGen<'_> {
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
             Some((setup, fast)) => {
                 // Inline, ptxas lays the checked stores out between the K loop and the fast ones.
-                // Out of line, the stores are a loop over the column pairs: the function reads
-                // the values from its copy of the captured arrays, so indexing them with the
-                // loop counter leaves the caller's registers alone (inline, it would put the
-                // arrays in local memory).
-                let slow = if self.outline_cold && staged_nothing {
+                // The stores are a loop over the column pairs in a `move` closure: it reads the
+                // values from its copy of the captured arrays, so indexing them with the loop
+                // counter leaves the caller's registers alone (the arrays themselves, indexed so,
+                // would go to local memory). Out of line, the closure is a function of its own;
+                // else it is called in place.
+                let slow = if staged_nothing && self.roll_cold_stores {
                     let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true);
-                    quote!(#d::outline(move || { #rolled });)
+                    if self.outline_cold {
+                        quote!(#d::outline(move || { #rolled });)
+                    } else {
+                        quote!((move || { #rolled })();)
+                    }
                 } else {
                     slow
                 };

@@ -152,6 +152,10 @@ pub(crate) struct DevicePlan<'a> {
     /// large tilings, and the forced-split matmul tests got wrong results), but for the `mma.sync` bodies
     /// of non-`wgmma` targets with more than `MAX_OUTLINED_ACC_REGS` accumulator registers.
     pub(crate) outline_cold: bool,
+    /// Whether the checked stores of `mma`-layout blocks are a loop over column pairs through a
+    /// `move` closure's copy of the values (`vector.rs`): the bodies of `wgmma` targets and those
+    /// with at most `MAX_OUTLINED_ACC_REGS` accumulator registers (beyond, ptxas spills).
+    pub(crate) roll_cold_stores: bool,
     /// The top-level loop after which no loop follows, in a body with cold paths out of line:
     /// the cold fallback of its tensor-map version runs the rest of the body itself and
     /// returns, so the hot path does not join it (`pipeline.rs`).
@@ -192,6 +196,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         tensor_maps: Vec::new(),
         store_barriers: HashMap::new(),
         outline_cold: false,
+        roll_cold_stores: false,
         tail_loop: None,
         split_loop: None,
         split: None,
@@ -211,7 +216,11 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         Some(Layout::Mma { tm, tn, wg: false, .. }) => Some(tm * tn * 4),
         _ => None,
     });
-    p.outline_cold = p.split.is_none() && (target.has_wgmma() || acc_regs.max().unwrap_or(0) <= MAX_OUTLINED_ACC_REGS);
+    let few_regs = acc_regs.max().unwrap_or(0) <= MAX_OUTLINED_ACC_REGS;
+    p.outline_cold = p.split.is_none() && (target.has_wgmma() || few_regs);
+    // The same bodies' checked stores loop over their pairs through a copy of the values, in or
+    // out of line (split entries included).
+    p.roll_cold_stores = target.has_wgmma() || few_regs;
     p.tail_loop = k
         .body
         .iter()

@@ -4050,76 +4050,46 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
         ::kernel_std::__private::device::warp_sync();
       } else {
         ::core::hint::cold_path();
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 0usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 0usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+        (move || {
+          let __np: usize = ::kernel_std::__private::device::opaque_usize(
+            8usize,
+          );
+          let mut __p: usize = 0;
+          while __p < __np {
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
+            let mut __sm: [bool; 2usize] = [false; 2usize];
+            {
+              let __v: usize = 0usize;
+              let __j: usize = 2 * __p + 0usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -4135,21 +4105,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 1usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 1usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              );
+              __sv[__v] = c_11[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (__sk.pid as i32),
@@ -4165,46 +4124,59 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   ),
+                  __p_M,
+                ),
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(1u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        32i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
+              );
+            }
+            {
+              let __v: usize = 1usize;
+              let __j: usize = 2 * __p + 1usize;
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_c_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        (__sk.pid as i32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
                     ),
+                    __p_N,
                   ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
                 ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     ::kernel_std::__private::device::program_id(1u32),
@@ -4220,74 +4192,10 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                       }) as i32,
                     ),
                 ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 2usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 0usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+              __sv[__v] = c_11[__j];
+              __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       (__sk.pid as i32),
@@ -4303,1537 +4211,79 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                         }) as i32,
                       ),
                   ),
-                  __p_N,
+                  __p_M,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 3usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 1usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
+                      ::kernel_std::__private::device::program_id(1u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
+                        32i64,
                       ),
                     ),
                     (0i32)
                       .wrapping_add(
                         ({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
                         }) as i32,
                       ),
                   ),
                   __p_N,
                 ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
               );
             }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
+            if true && __sm[0usize] && __sm[1usize]
+              && (__sp[0] as usize) % 4usize == 0
+              && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_c_ptr,
                 __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
+                2usize,
               )
             {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                2usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_c_ptr,
+                  __len_c_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
             }
+            __p += 1;
           }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 4usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 8usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 5usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 9usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 6usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 8usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 7usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 9usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 8usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 16usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 9usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 17usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 10usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 16usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 11usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 17usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 12usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 24usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 13usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 0usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 25usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
-        {
-          let mut __sp: [*mut ::kernel_std::__private::device::F16; 2usize] = [::core::ptr::null_mut(); 2usize];
-          let mut __sv: [::kernel_std::__private::device::F16; 2usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 2usize];
-          let mut __sm: [bool; 2usize] = [false; 2usize];
-          {
-            let __v: usize = 0usize;
-            let __j: usize = 14usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 24usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          {
-            let __v: usize = 1usize;
-            let __j: usize = 15usize;
-            let __f: usize = (((__warp / 4) / 1usize) * 64usize + 8usize
-              + (__warp % 4) * 16 + __lane / 4) * 32usize
-              + ((__warp / 4) % 1usize) * 32usize + 25usize
-              + (__lane % 4) * 2;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_c_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      (__sk.pid as i32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        64i64,
-                      ),
-                    ),
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 32usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_N,
-                ),
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(1u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    32i64,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 1usize) % 32usize) * 1usize
-                    }) as i32,
-                  ),
-              ),
-            );
-            __sv[__v] = c_11[__j];
-            __sm[__v] = <bool as ::kernel_std::__private::device::Int>::and(
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    (__sk.pid as i32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      64i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 64usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_M,
-              ),
-              <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(1u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      32i64,
-                    ),
-                  ),
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_N,
-              ),
-            );
-          }
-          if true && __sm[0usize] && __sm[1usize]
-            && (__sp[0] as usize) % 4usize == 0
-            && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-            && ::kernel_std::__private::device::fits(
-              __sp[0],
-              __p_c_ptr,
-              __len_c_ptr,
-              2usize,
-            )
-          {
-            ::kernel_std::__private::device::store_vec::<
-              ::kernel_std::__private::device::F16,
-              2usize,
-            >(__sp[0], __sv);
-          } else {
-            if __sm[0usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[0usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[0usize],
-                __sv[0usize],
-              );
-            }
-            if __sm[1usize]
-              && ::kernel_std::__private::device::in_bounds(
-                __sp[1usize],
-                __p_c_ptr,
-                __len_c_ptr,
-                __fault,
-                __tag,
-                2u32,
-                ::core::line!(),
-              )
-            {
-              ::kernel_std::__private::device::store(
-                __sp[1usize],
-                __sv[1usize],
-              );
-            }
-          }
-        }
+        })();
       }
     }
   }
