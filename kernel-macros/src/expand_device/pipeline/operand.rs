@@ -206,12 +206,14 @@ impl DevGen<'_> {
         };
         // The chunks whose test fails are marked in `__slow` and copied element by element
         // after the others, by one loop over the marks: the element path is written once per
-        // operand instead of once per chunk. (A thread with one chunk keeps it in place.)
-        let chunk_code = |ptr: &ChunkPtr<'_>, so: &dyn Fn(usize) -> TokenStream, so_dyn: &TokenStream, test: &TokenStream, scalar: &TokenStream| -> TokenStream {
+        // operand instead of once per chunk. (A thread with one chunk keeps it in place.) `so`:
+        // the chunk's offset in its stage, computed from `__f0`, or read from the registers
+        // `so_regs` that hold it per chunk.
+        let chunk_code = |ptr: &ChunkPtr<'_>, so: &TokenStream, so_regs: Option<&Ident>, test: &TokenStream, scalar: &TokenStream| -> TokenStream {
             let deferred = (2..=64).contains(&per_thread);
             let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
             let chunks = (0..per_thread).map(|jc| {
-                let (cp, so_jc) = (ptr(jc), so(jc));
+                let (cp, so_jc) = (ptr(jc), so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize)));
                 let slow = if deferred {
                     quote!(__slow |= (1 as #mark_t) << #jc;)
                 } else {
@@ -244,20 +246,20 @@ impl DevGen<'_> {
                     let __c: usize = (__slow.trailing_zeros() as usize) * #threads + __tid;
                     __slow &= __slow - 1;
                     let __f0: usize = #d::opaque_usize(__c * 8);
-                    let __sp = __smem.add(__dst + #so_dyn) as *mut #e;
+                    let __sp = __smem.add(__dst + #so) as *mut #e;
                     #scalar
                 }
             }
         };
         // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
         // operand's raw chunk `__c`.
-        let recomputed_in = |o: Staging| {
+        let so_in = |o: Staging| {
             let s0 = s0_in(o);
-            move |_: usize| if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) }
+            if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) }
         };
         let issue_in = |o: Staging| {
             let all = all_in(o);
-            chunk_code(&chunk_ptr, &recomputed_in(o), &recomputed_in(o)(0), &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
+            chunk_code(&chunk_ptr, &so_in(o), None, &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
         };
         // The proven version: every chunk is contiguous, 16-byte aligned and inside its
         // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
@@ -278,11 +280,11 @@ impl DevGen<'_> {
                 let mut #so: [u32; #per_thread] = [0u32; #per_thread];
                 #(#so_init)*
             });
-            chunk_code(&proven_ptr, &|jc: usize| quote!(#so[#jc] as usize), &recomputed_in(Staging::Rows)(0), &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &so_in(Staging::Rows), Some(&so), &all, &fast_scalar_in(Staging::Rows))
         } else {
-            chunk_code(&proven_ptr, &recomputed_in(Staging::Rows), &recomputed_in(Staging::Rows)(0), &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &so_in(Staging::Rows), None, &all, &fast_scalar_in(Staging::Rows))
         };
-        let fast_in = |o: Staging| chunk_code(&proven_ptr, &recomputed_in(o), &recomputed_in(o)(0), &all_in(o), &fast_scalar_in(o));
+        let fast_in = |o: Staging| chunk_code(&proven_ptr, &so_in(o), None, &all_in(o), &fast_scalar_in(o));
         if let Some(b) = &based {
             pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
@@ -354,8 +356,8 @@ impl DevGen<'_> {
         let (pb, lo, hi) = (format_ident!("__pb{}", oi), format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
         let size = elem_size(&k.exprs[op.x].ty.elem);
         // Whether the chunk's elements 1..8 follow its first (`first`, bound to `__q0`) in
-        // memory, `next(i)` being element `i`'s test. Unrolled: the tests share the row
-        // arithmetic of the chunk's elements (a loop here made every block's prologue longer).
+        // memory, `next(i)` being element `i`'s test. Unrolled, so that the tests share the
+        // row arithmetic of the chunk's elements: this runs in every block's prologue.
         let contiguous = |first: TokenStream, next: &dyn Fn(TokenStream) -> TokenStream| {
             let tests = (1..8usize).map(|i| next(quote!(#i)));
             quote! {{

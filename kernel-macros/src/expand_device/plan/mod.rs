@@ -47,8 +47,8 @@ pub(crate) use split::SplitLoop;
 pub(crate) use values::LocalKind;
 
 /// The most f32 accumulator registers per thread of an `mma.sync` body on a target without
-/// `wgmma` whose cold paths go out of line: with 128 (128×256 tiles on 8 warps) ptxas spills
-/// around the call.
+/// `wgmma` whose cold paths go out of line and whose checked stores loop over their column
+/// pairs: with 128 (128×256 tiles on 8 warps) ptxas spills, out of line or not.
 pub(crate) const MAX_OUTLINED_ACC_REGS: usize = 96;
 
 /// The most elements of a block per thread for which cyclic slot loops are unrolled (see
@@ -148,9 +148,9 @@ pub(crate) struct DevicePlan<'a> {
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
     pub(crate) tensor_maps: Vec<TmaDesc>,
     /// Whether cold paths run out of line (`kernel_std::device::outline`): the bodies of plain
-    /// entries (split entries keep them inline: out of line, ptxas spilled around the calls in
-    /// large tilings, and the forced-split matmul tests got wrong results), but for the `mma.sync` bodies
-    /// of non-`wgmma` targets with more than `MAX_OUTLINED_ACC_REGS` accumulator registers.
+    /// entries, but the `mma.sync` bodies of non-`wgmma` targets with more than
+    /// `MAX_OUTLINED_ACC_REGS` accumulator registers. Split entries keep them inline (out of
+    /// line, their results were wrong on the GPU).
     pub(crate) outline_cold: bool,
     /// Whether the checked stores of `mma`-layout blocks are a loop over column pairs through a
     /// `move` closure's copy of the values (`vector.rs`): the bodies of `wgmma` targets and those
@@ -218,8 +218,8 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
     });
     let few_regs = acc_regs.max().unwrap_or(0) <= MAX_OUTLINED_ACC_REGS;
     p.outline_cold = p.split.is_none() && (target.has_wgmma() || few_regs);
-    // The same bodies' checked stores loop over their pairs through a copy of the values, in or
-    // out of line (split entries included).
+    // Checked stores loop over their pairs through a copy of the values, in or out of line, by
+    // the same register rule (split entries included).
     p.roll_cold_stores = target.has_wgmma() || few_regs;
     p.tail_loop = k
         .body
