@@ -61,8 +61,15 @@ impl Tolerance {
 }
 
 /// Whether one pair of values is close: NaN matches NaN, an infinity matches
-/// only the same infinity, otherwise `|a - e| <= atol + rtol * |e|`.
-fn is_close(a: f64, e: f64, atol: f64, rtol: f64) -> bool {
+/// only the same infinity, otherwise `|a - e| <= atol + rtol * |e|` (the test of
+/// [`assert_close_with`] for each element).
+///
+/// ```
+/// use kernel_runtime::testing::is_close;
+/// assert!(is_close(1.005, 1.0, 1e-2, 0.0) && !is_close(1.02, 1.0, 1e-2, 0.0));
+/// assert!(is_close(f64::NAN, f64::NAN, 0.0, 0.0) && !is_close(f64::INFINITY, 1e300, 1.0, 1.0));
+/// ```
+pub fn is_close(a: f64, e: f64, atol: f64, rtol: f64) -> bool {
     if a.is_nan() || e.is_nan() {
         return a.is_nan() && e.is_nan();
     }

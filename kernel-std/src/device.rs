@@ -1035,6 +1035,50 @@ pub unsafe fn cp_async_8(saddr: u32, gptr: *const u8) {
     };
 }
 
+/// `cp.async.ca.shared.global [saddr], [gptr], 4`: copies 4 bytes from global to shared memory
+/// without going through registers. Both addresses must be 4-byte aligned.
+#[inline(always)]
+pub unsafe fn cp_async_4(saddr: u32, gptr: *const u8) {
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{s}], [{g}], 4;",
+            s = in(reg32) saddr,
+            g = in(reg64) gptr as u64,
+            options(nostack),
+        )
+    };
+}
+
+/// Copies `BYTES` (8 or 16) contiguous bytes from global to shared memory with `cp.async`, in
+/// the widest pieces the global address's alignment allows (16, 8 or 4 bytes): a chunk of a
+/// row whose length in bytes is a multiple of 4 or 8 but not of 16 still reaches shared memory
+/// without going through registers. `saddr` is `BYTES`-aligned. Returns `false`, copying
+/// nothing, when `gptr` is not 4-byte aligned.
+#[inline(always)]
+pub unsafe fn cp_async_pieces<const BYTES: usize>(saddr: u32, gptr: *const u8) -> bool {
+    let a = gptr as usize;
+    unsafe {
+        if BYTES == 16 && a % 16 == 0 {
+            cp_async_16(saddr, gptr);
+        } else if a % 8 == 0 {
+            let mut p = 0;
+            while p < BYTES {
+                cp_async_8(saddr + p as u32, gptr.add(p));
+                p += 8;
+            }
+        } else if a % 4 == 0 {
+            let mut p = 0;
+            while p < BYTES {
+                cp_async_4(saddr + p as u32, gptr.add(p));
+                p += 4;
+            }
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
 /// Widens, in shared memory, the 8-byte chunk of 8-bit values of type `T` at `from` into eight
 /// f16 values at `to` (16-byte aligned): `ld.shared.v2`, the conversions, `st.shared.v4`.
 #[inline(always)]

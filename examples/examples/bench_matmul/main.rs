@@ -50,10 +50,44 @@ use examples::activation::leaky_relu_inplace;
 use examples::matmul::{leaky_relu, matmul_into};
 use kernel_bench::{flops_matmul, perf_report, Benchmark, Color, LineStyle, Measurement, Report};
 use kernel_runtime::baseline::{cublas_available, cublas_matmul_f16};
-use kernel_runtime::testing::{assert_close, do_bench_gpu, do_bench_gpu_interleaved, matmul_ref_f64, BenchFn, BenchOptions, BenchResult};
-use kernel_runtime::{f16, Device, Tensor};
+use kernel_runtime::testing::{assert_close, do_bench_gpu, do_bench_gpu_interleaved, is_close, matmul_ref_f64, BenchFn, BenchOptions, BenchResult, Tolerance};
+use kernel_runtime::{f16, DTypeKind, Device, Tensor};
 
 mod triton;
+
+/// Where `c` and cuBLAS's output `cublas` differ beyond the f16 tolerance, decides which is
+/// right: each such element (the first `REFEREE_MAX`) is computed in float64 on the host, one
+/// row of A times one column of B, then `act`. cuBLAS accumulates in another order than our
+/// kernel and is no float64 reference. `Ok`: `c` is within the tolerance of every float64 value
+/// (and by how much cuBLAS misses them); `Err`: where `c` is wrong.
+fn referee(c: &Tensor<f16>, cublas: &[f64], a: &Tensor<f16>, b: &Tensor<f16>, act: fn(f64) -> f64) -> std::result::Result<String, String> {
+    const REFEREE_MAX: usize = 10_000;
+    let tol = Tolerance::for_dtype(DTypeKind::F16);
+    let host = |t: &Tensor<f16>| t.try_to_f64_vec().map_err(|e| e.to_string());
+    let (got, av, bv) = (host(c)?, host(a)?, host(b)?);
+    let (k, n) = (a.shape()[1], b.shape()[1]);
+    let (mut differ, mut cublas_err, mut wrong) = (0usize, 0f64, Vec::new());
+    for (i, (&g, &r)) in got.iter().zip(cublas).enumerate() {
+        if is_close(g, r, tol.atol, tol.rtol) {
+            continue;
+        }
+        differ += 1;
+        if differ > REFEREE_MAX {
+            continue;
+        }
+        let (row, col) = (i / n, i % n);
+        let exact = act((0..k).map(|j| av[row * k + j] * bv[j * n + col]).sum());
+        cublas_err = cublas_err.max((r - exact).abs());
+        if !is_close(g, exact, tol.atol, tol.rtol) {
+            wrong.push((row, col, g, exact));
+        }
+    }
+    let judged = if differ > REFEREE_MAX { format!("the first {REFEREE_MAX} of {differ}") } else { differ.to_string() };
+    match wrong.first() {
+        None => Ok(format!("ok ({judged} elements differ from cuBLAS, which misses their float64 values by up to {cublas_err:e})")),
+        Some((r, col, g, x)) => Err(format!("{} of {judged} are outside the tolerance of their float64 value too, e.g. [{r}, {col}]: {g} instead of {x}", wrong.len())),
+    }
+}
 
 /// A provider: (value, label, style).
 type Provider = (&'static str, &'static str, (Color, LineStyle));
@@ -217,11 +251,18 @@ impl Bench {
             None
         };
         let reference_relu: Option<Vec<f64>> = reference.as_ref().map(|r| r.iter().map(|&x| leaky(x)).collect());
-        let check = |run: &dyn Fn(&Tensor<f16>) -> Result<()>, expected: &Option<Vec<f64>>| -> std::result::Result<String, String> {
+        // Against cuBLAS, an output that differs is wrong only where float64 says so (`referee`).
+        // `relu`: the output has the LeakyReLU applied.
+        let check = |run: &dyn Fn(&Tensor<f16>) -> Result<()>, relu: bool| -> std::result::Result<String, String> {
             c.try_fill(f16::NAN).map_err(|e| e.to_string())?;
             run(&c).map_err(|e| format!("{e:#}"))?;
+            let (expected, act): (_, fn(f64) -> f64) = if relu { (&reference_relu, leaky) } else { (&reference, |x| x) };
             match expected {
-                Some(exp) => assert_close(&c, exp).map(|()| "ok".to_string()).map_err(|e| format!("wrong result: {e}")),
+                Some(exp) => match assert_close(&c, exp) {
+                    Ok(()) => Ok("ok".to_string()),
+                    Err(e) if self.cublas => referee(&c, exp, &a, &b, act).map_err(|r| format!("wrong result: {e}; {r}")),
+                    Err(e) => Err(format!("wrong result: {e}")),
+                },
                 None => Ok("unchecked (no cuBLAS, too large for the host reference)".into()),
             }
         };
@@ -241,15 +282,15 @@ impl Bench {
                         cublas_matmul_f16(&a, &b, c)?;
                         Ok(leaky_relu_inplace(c)?)
                     },
-                    &reference_relu,
+                    true,
                 ),
-                "ours" => check(&|c| Ok(matmul_into(&a, &b, c, None)?), &reference),
-                "ours+relu" => check(&|c| Ok(matmul_into(&a, &b, c, Some(leaky_relu))?), &reference_relu),
+                "ours" => check(&|c| Ok(matmul_into(&a, &b, c, None)?), false),
+                "ours+relu" => check(&|c| Ok(matmul_into(&a, &b, c, Some(leaky_relu))?), true),
                 // Triton's kernels write into the point's `c`, which `check` fills with NaN first.
                 "triton" | "triton+relu" => {
-                    let (i, expected) = if provider == "triton" { (0, &reference) } else { (1, &reference_relu) };
-                    match &triton[i] {
-                        Ok(t) => check(&|_| t.call(), expected).map(|ok| format!("{ok} ({})", t.config)),
+                    let relu = provider == "triton+relu";
+                    match &triton[usize::from(relu)] {
+                        Ok(t) => check(&|_| t.call(), relu).map(|ok| format!("{ok} ({})", t.config)),
                         Err(e) => Err(e.clone()),
                     }
                 }

@@ -216,8 +216,9 @@ impl DevGen<'_> {
     /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`
     /// as 16-bit values (`Staging::Rows`), swizzled (see [`DevGen::swizzle`]). An operand loaded
     /// from global memory moves in chunks of 8 elements: when the chunk's 8 addresses are
-    /// contiguous, aligned and unmasked (checked at run time), one 16-byte `cp.async` (or, for
-    /// a widened operand, see [`DevGen::widened_chunks`]); otherwise element by element.
+    /// contiguous, unmasked and at least 4-byte aligned (checked at run time), `cp.async` in
+    /// one 16-byte copy or in 8- or 4-byte pieces, as the address allows (for a widened
+    /// operand, see [`DevGen::widened_chunks`]); otherwise element by element.
     pub(super) fn stage_rows(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
         let (numel, inner) = (tile.rows * tile.inner, tile.inner);
@@ -284,9 +285,9 @@ impl DevGen<'_> {
                     let __s0: usize = #s0;
                     #(let #p_names = #ptrs;)*
                     let __all = #(#masks)&*;
-                    if __all && (__p0 as usize) % 16 == 0 #(&& #contiguous)* && #fits {
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
-                    } else {
+                    // 16 bytes in one `cp.async`, or in pieces of 8 or 4 bytes where the
+                    // chunk is only that aligned.
+                    if !(__all #(&& #contiguous)* && #fits && #d::cp_async_pieces::<16>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
                         #(#scalar)*
                     }
                 }
@@ -298,8 +299,9 @@ impl DevGen<'_> {
     /// transposed (`Staging::Cols`: element `(r, c)` of the operand at row `c`, column `r` of
     /// `tile`, swizzled), at `off`. Each chunk is 8 consecutive rows of one column, and
     /// consecutive threads take consecutive chunks down a column (coalesced): when its 8
-    /// addresses are contiguous (the last one 7 elements past the first), 16-byte aligned,
-    /// unmasked and inside the buffer, one 16-byte `cp.async`; otherwise element by element.
+    /// addresses are contiguous (the last one 7 elements past the first), at least 4-byte
+    /// aligned, unmasked and inside the buffer, `cp.async` (16 bytes, or pieces of 8 or 4);
+    /// otherwise element by element.
     /// Other operands are copied element by element into the transposed tile.
     fn stage_cols(&self, x: ExprId, tile: Tile, off: &TokenStream) -> TokenStream {
         let d = &self.d;
@@ -351,10 +353,8 @@ impl DevGen<'_> {
                     let __col: usize = __c / #down;
                     let __p0 = #p0;
                     let __p7 = #p7;
-                    if #(#masks)&* && (__p0 as usize) % 16 == 0 && (__p7 as usize) == (__p0 as usize) + 14 && #fits {
-                        let __s0: usize = #s0;
-                        #d::cp_async_16(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8);
-                    } else {
+                    let __s0: usize = #s0;
+                    if !(#(#masks)&* && (__p7 as usize) == (__p0 as usize) + 14 && #fits && #d::cp_async_pieces::<16>(#d::smem_addr() + (#off + __s0 * 2) as u32, __p0 as *const u8)) {
                         #(#scalar)*
                     }
                 }

@@ -130,6 +130,37 @@ fn every_autotune_config_on_misaligned_and_aligned_views() {
     }
 }
 
+/// Every config on operands whose rows are 8- or 4-byte aligned but not 16 (K = 148 and
+/// N = 90 give row pitches of 296 and 180 bytes; wider pitches and views starting 2 or 4
+/// elements in give the other combinations): the K loop copies their chunks with `cp.async` in
+/// 8- or 4-byte pieces (on the GPU) beside 16-byte copies where a row happens to be aligned.
+/// The columns outside the views are never written.
+#[test]
+fn every_autotune_config_on_rows_aligned_to_8_and_4_bytes() {
+    let dev = tests::test_device();
+    let (m, n, k) = (70, 90, 148);
+    // (extra columns of each full tensor, first column of the views)
+    for (extra, first) in [(0, 0), (4, 4), (2, 2)] {
+        let view = |t: &Tensor<f16>, cols: usize| t.narrow(1, first, cols).unwrap();
+        let (a_full, a_fullv) = randn_f16(&dev, m, k + extra, 40 + extra as u64);
+        let (b_full, b_fullv) = randn_f16(&dev, k, n + extra, 50 + extra as u64);
+        let (a, b) = (view(&a_full, k), view(&b_full, n));
+        let av: Vec<f64> = (0..m * k).map(|f| a_fullv[f / k * (k + extra) + first + f % k]).collect();
+        let bv: Vec<f64> = (0..k * n).map(|f| b_fullv[f / n * (n + extra) + first + f % n]).collect();
+        let want = matmul_ref(&av, &bv, m, n, k, identity);
+        for cfg in 0..kernels::matmul_kernel::CONFIGS.len() {
+            let c_full = Tensor::<f16>::full(&dev, &[m, n + extra], f16::NAN).unwrap();
+            let c = view(&c_full, n);
+            launch_config(cfg, &a, &b, &c);
+            let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
+            assert!(r <= 1.0, "pitches +{extra}, views from column {first}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
+            let full = c_full.to_f64_vec();
+            let outside = (0..m * (n + extra)).filter(|f| !(first..first + n).contains(&(f % (n + extra))));
+            assert!(outside.clone().all(|f| full[f].is_nan()), "config {cfg} wrote outside the view");
+        }
+    }
+}
+
 /// Every config on shapes whose operands can be copied with Hopper's tensor maps (16-byte
 /// aligned rows and addresses): whole blocks only (192x256x256); edge blocks whose rows wrap
 /// around (`% M`, `% N`) next to blocks that do not (200x136x128: the entry checks per block

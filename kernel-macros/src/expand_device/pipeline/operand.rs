@@ -1,7 +1,8 @@
 //! One operand of a software-pipelined K loop: where each of this thread's 8-element chunks
 //! comes from (its base pointer and contiguity, computed once before the loop), the copy of a
-//! chunk per iteration (`cp.async` when it is contiguous, aligned, unmasked and in bounds, else
-//! element by element), the unchecked version for loops whose accesses are proven in bounds
+//! chunk per iteration (`cp.async` when it is contiguous, unmasked and in bounds: one copy of
+//! 16 bytes, or pieces of 8 or 4 where the row is only that aligned; else element by element),
+//! the unchecked version for loops whose accesses are proven in bounds
 //! before the loop, the widening of 8-bit chunks, and the operand's tensor-map copy (sm_90a).
 //! A transposable operand's chunks run along its rows or down its columns (into the transposed
 //! tile), as chosen once before the loop from the addresses of the block's first elements; its
@@ -74,8 +75,8 @@ impl DevGen<'_> {
         }
         // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
         // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
-        // `MIN`, or an odd pointer) so that its address fails the 16-byte alignment test and
-        // it takes the element-wise path.
+        // `MIN`, and its pointer made odd) so that its address fails every alignment test
+        // (16, 8 or 4 bytes) and it takes the element-wise path.
         let split = match &k.exprs[op.base].kind {
             ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
             _ => None,
@@ -195,21 +196,24 @@ impl DevGen<'_> {
         // The unchecked element path, for the loop version whose accesses are all proven in
         // bounds before the loop.
         let fast_scalar_in = |o: Staging| elem_loop(o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
-        // One chunk's copy: 16 bytes with `cp.async` when `test` holds, else element by
-        // element (`scalar`, rare: edges, unaligned or strided operands). `__f0` and the
-        // shared offset are recomputed per iteration (a few integer operations) rather than
+        // A proven chunk's copy: 16 bytes (8 for a widened operand) with `cp.async`. `__f0` and
+        // the shared offset are recomputed per iteration (a few integer operations) rather than
         // hoisted out of the loop into registers, except where `so` says otherwise.
         let copy = if widen {
             quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
         } else {
             quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
         };
-        // The chunks whose test fails are marked in `__slow` and copied element by element
-        // after the others, by one loop over the marks: the element path is written once per
-        // operand instead of once per chunk. (A thread with one chunk keeps it in place.) `so`:
-        // the chunk's offset in its stage, computed from `__f0`, or read from the registers
+        // One chunk's copy, when `test` holds: with `pieces` (the checked copies, whose `test`
+        // leaves out the alignment), `cp.async` in the widest pieces the address allows (16, 8
+        // or 4 bytes: rows whose length in bytes is not a multiple of 16 still bypass the
+        // registers; a chunk that is not contiguous has an odd address), else one 16-byte copy.
+        // The chunks that fail are marked in `__slow` and copied element by element after the
+        // others, by one loop over the marks: the element path is written once per operand
+        // instead of once per chunk. (A thread with one chunk keeps it in place.) `so`: the
+        // chunk's offset in its stage, computed from `__f0`, or read from the registers
         // `so_regs` that hold it per chunk.
-        let chunk_code = |ptr: &ChunkPtr<'_>, so: &TokenStream, so_regs: Option<&Ident>, test: &TokenStream, scalar: &TokenStream| -> TokenStream {
+        let chunk_code = |ptr: &ChunkPtr<'_>, so: &TokenStream, so_regs: Option<&Ident>, test: &TokenStream, pieces: bool, scalar: &TokenStream| -> TokenStream {
             let deferred = (2..=64).contains(&per_thread);
             let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
             let chunks = (0..per_thread).map(|jc| {
@@ -222,17 +226,28 @@ impl DevGen<'_> {
                         #scalar
                     }
                 };
+                let copy = if pieces {
+                    quote! {
+                        if !(#test && #d::cp_async_pieces::<#chunk_bytes>(#d::smem_addr() + __so as u32, __g as *const u8)) {
+                            #slow
+                        }
+                    }
+                } else {
+                    quote! {
+                        if #test {
+                            #copy
+                        } else {
+                            #slow
+                        }
+                    }
+                };
                 guard(
                     jc,
                     quote! {
                         let __f0: usize = #d::opaque_usize(__c * 8);
                         let __g: *mut #e = #d::ptr_add(#cp, #off);
                         let __so: usize = __dst + #so_jc;
-                        if #test {
-                            #copy
-                        } else {
-                            #slow
-                        }
+                        #copy
                     },
                 )
             });
@@ -259,7 +274,7 @@ impl DevGen<'_> {
         };
         let issue_in = |o: Staging| {
             let all = all_in(o);
-            chunk_code(&chunk_ptr, &so_in(o), None, &quote!(#all && (__g as usize) % #chunk_bytes == 0 && #fits), &scalar_in(o))
+            chunk_code(&chunk_ptr, &so_in(o), None, &quote!(#all && #fits), true, &scalar_in(o))
         };
         // The proven version: every chunk is contiguous, 16-byte aligned and inside its
         // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
@@ -280,11 +295,11 @@ impl DevGen<'_> {
                 let mut #so: [u32; #per_thread] = [0u32; #per_thread];
                 #(#so_init)*
             });
-            chunk_code(&proven_ptr, &so_in(Staging::Rows), Some(&so), &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &so_in(Staging::Rows), Some(&so), &all, false, &fast_scalar_in(Staging::Rows))
         } else {
-            chunk_code(&proven_ptr, &so_in(Staging::Rows), None, &all, &fast_scalar_in(Staging::Rows))
+            chunk_code(&proven_ptr, &so_in(Staging::Rows), None, &all, false, &fast_scalar_in(Staging::Rows))
         };
-        let fast_in = |o: Staging| chunk_code(&proven_ptr, &so_in(o), None, &all_in(o), &fast_scalar_in(o));
+        let fast_in = |o: Staging| chunk_code(&proven_ptr, &so_in(o), None, &all_in(o), false, &fast_scalar_in(o));
         if let Some(b) = &based {
             pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
@@ -404,7 +419,7 @@ impl DevGen<'_> {
                 (
                     ot.clone(),
                     quote!(<#ot as #d::Bounds>::lowest()),
-                    Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { (__b as *mut u8).wrapping_add(1) as *mut #e2 } })),
+                    Box::new(move |jc: usize| quote!({ let __b: *mut #e2 = #d::ptr_add(#pv, #pb2[#jc]); if #pb2[#jc] != <#ot as #d::Bounds>::lowest() { __b } else { __b.map_addr(|__a| __a | 1) } })),
                     Box::new(move |jc: usize| quote!(#d::ptr_add(#pv2, #pb3[#jc]))),
                     chunks_code,
                 )
@@ -422,7 +437,7 @@ impl DevGen<'_> {
                             quote! {
                                 let __f0: usize = __c * 8;
                                 let (__p0, __ct) = #ptrs;
-                                #pb[#jc] = if __ct { __p0 } else { (__p0 as *mut u8).wrapping_add(1) as *mut #e };
+                                #pb[#jc] = if __ct { __p0 } else { __p0.map_addr(|__a| __a | 1) };
                             },
                         )
                     })
@@ -438,8 +453,8 @@ impl DevGen<'_> {
             let mut __nc: bool = false;
             let mut __al: bool = true;
             #(#pre_chunks)*
-            // A chunk that is not contiguous or not 16-byte aligned takes the element path:
-            // no unchecked version.
+            // A chunk that is not contiguous (element path) or not 16-byte aligned (`cp.async`
+            // in pieces) leaves the loop to its checked version.
             if __nc || !__al {
                 #lo = i64::MAX;
                 #hi = i64::MIN;

@@ -2641,8 +2641,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -2656,7 +2655,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -2688,7 +2687,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2698,12 +2697,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2822,8 +2822,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -2837,7 +2836,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                 + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2854,7 +2853,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -2864,12 +2863,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3022,8 +3022,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -3037,7 +3036,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -3069,7 +3068,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3079,12 +3078,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3203,8 +3203,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -3218,7 +3217,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                                 + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3235,7 +3234,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -3245,12 +3244,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

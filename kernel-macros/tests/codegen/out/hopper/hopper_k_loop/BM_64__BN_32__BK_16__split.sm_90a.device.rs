@@ -2696,8 +2696,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -2711,7 +2710,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = (0i32)
                           .wrapping_add(
                             ({
@@ -2743,7 +2742,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2753,12 +2752,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2877,8 +2877,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -2892,7 +2891,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                                 + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2909,7 +2908,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -2919,12 +2918,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3077,8 +3077,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -3092,7 +3091,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = (0i32)
                           .wrapping_add(
                             ({
@@ -3124,7 +3123,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3134,12 +3133,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3258,8 +3258,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -3273,7 +3272,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                                 + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3290,7 +3289,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -3300,12 +3299,13 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

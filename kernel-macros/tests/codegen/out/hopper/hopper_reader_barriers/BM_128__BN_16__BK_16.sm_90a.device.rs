@@ -2674,8 +2674,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -2689,7 +2688,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = (0i32)
                           .wrapping_add(
                             ({
@@ -2721,7 +2720,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2731,12 +2730,13 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2855,8 +2855,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -2870,7 +2869,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2887,7 +2886,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -2897,12 +2896,13 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3055,8 +3055,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -3070,7 +3069,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = (0i32)
                           .wrapping_add(
                             ({
@@ -3102,7 +3101,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3112,12 +3111,13 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3236,8 +3236,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                             {
                               __b
                             } else {
-                              (__b as *mut u8).wrapping_add(1)
-                                as *mut ::kernel_std::__private::device::F16
+                              __b.map_addr(|__a| __a | 1)
                             }
                           },
                           __off1,
@@ -3251,7 +3250,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                                 + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                             }) + __sf % 8
                           })) * 2;
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3268,7 +3267,7 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               ),
                             ),
                           ),
-                        ) && (__g as usize) % 16 == 0
+                        )
                           && (__inb1
                             || ::kernel_std::__private::device::fits(
                               __g,
@@ -3278,12 +3277,13 @@ pub unsafe extern "ptx-kernel" fn hopper_reader_barriers__BM_128__BN_16__BK_16(
                               __len_b_ptr,
                               8usize,
                             ))
-                        {
-                          ::kernel_std::__private::device::cp_async_16(
+                          && ::kernel_std::__private::device::cp_async_pieces::<
+                            16,
+                          >(
                             ::kernel_std::__private::device::smem_addr() + __so as u32,
                             __g as *const u8,
-                          );
-                        } else {
+                          ))
+                        {
                           let __sp = __smem.add(__so)
                             as *mut ::kernel_std::__private::device::F16;
                           let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

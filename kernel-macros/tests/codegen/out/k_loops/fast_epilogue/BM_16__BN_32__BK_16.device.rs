@@ -3170,8 +3170,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -3185,7 +3184,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x15 = (0i32)
                         .wrapping_add(
                           ({
@@ -3217,7 +3216,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __x16,
                           __c17,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -3227,12 +3226,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3352,8 +3352,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3367,7 +3366,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -3519,7 +3518,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3529,12 +3528,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -3554,8 +3554,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3569,7 +3568,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -3721,7 +3720,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3731,12 +3730,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -3874,8 +3874,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3889,7 +3888,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3906,7 +3905,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3916,12 +3915,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -3941,8 +3941,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3956,7 +3955,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3973,7 +3972,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3983,12 +3982,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -4145,8 +4145,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -4160,7 +4159,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x15 = (0i32)
                         .wrapping_add(
                           ({
@@ -4192,7 +4191,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __x16,
                           __c17,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4202,12 +4201,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4327,8 +4327,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -4342,7 +4341,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -4494,7 +4493,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -4504,12 +4503,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -4529,8 +4529,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -4544,7 +4543,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -4696,7 +4695,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -4706,12 +4705,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -4849,8 +4849,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -4864,7 +4863,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -4881,7 +4880,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -4891,12 +4890,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -4916,8 +4916,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -4931,7 +4930,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -4948,7 +4947,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -4958,12 +4957,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6097,8 +6097,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -6112,7 +6111,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x15 = (0i32)
                         .wrapping_add(
                           ({
@@ -6144,7 +6143,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __x16,
                           __c17,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6154,12 +6153,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -6278,8 +6278,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -6293,7 +6292,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6310,7 +6309,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6320,12 +6319,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -6345,8 +6345,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -6360,7 +6359,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6377,7 +6376,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6387,12 +6386,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -6548,8 +6548,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -6563,7 +6562,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x15 = (0i32)
                         .wrapping_add(
                           ({
@@ -6595,7 +6594,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __x16,
                           __c17,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6605,12 +6604,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -6729,8 +6729,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -6744,7 +6743,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6761,7 +6760,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6771,12 +6770,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -6796,8 +6796,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -6811,7 +6810,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6828,7 +6827,7 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6838,12 +6837,13 @@ pub unsafe extern "ptx-kernel" fn fast_epilogue__BM_16__BN_32__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }

@@ -414,8 +414,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                   __c2,
                 )
             };
-            if __all && (__p0 as usize) % 16 == 0
-              && (__p1 as usize) == (__p0 as usize) + 2usize
+            if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
               && (__p2 as usize) == (__p0 as usize) + 4usize
               && (__p3 as usize) == (__p0 as usize) + 6usize
               && (__p4 as usize) == (__p0 as usize) + 8usize
@@ -428,13 +427,14 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                 __len_a_ptr,
                 8usize,
               )
-            {
-              ::kernel_std::__private::device::cp_async_16(
+              && ::kernel_std::__private::device::cp_async_pieces::<
+                16,
+              >(
                 ::kernel_std::__private::device::smem_addr()
                   + (0usize + __s0 * 2) as u32,
                 __p0 as *const u8,
-              );
-            } else {
+              ))
+            {
               ::kernel_std::__private::device::store(
                 (__smem.add(0usize)
                   as *mut ::kernel_std::__private::device::F16)
@@ -1373,8 +1373,7 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                 ),
               ),
             );
-            if __all && (__p0 as usize) % 16 == 0
-              && (__p1 as usize) == (__p0 as usize) + 2usize
+            if !(__all && (__p1 as usize) == (__p0 as usize) + 2usize
               && (__p2 as usize) == (__p0 as usize) + 4usize
               && (__p3 as usize) == (__p0 as usize) + 6usize
               && (__p4 as usize) == (__p0 as usize) + 8usize
@@ -1387,13 +1386,14 @@ pub unsafe extern "ptx-kernel" fn loop_with_store__BM_16__BN_16__BK_16(
                 __len_b_ptr,
                 8usize,
               )
-            {
-              ::kernel_std::__private::device::cp_async_16(
+              && ::kernel_std::__private::device::cp_async_pieces::<
+                16,
+              >(
                 ::kernel_std::__private::device::smem_addr()
                   + (512usize + __s0 * 2) as u32,
                 __p0 as *const u8,
-              );
-            } else {
+              ))
+            {
               ::kernel_std::__private::device::store(
                 (__smem.add(512usize)
                   as *mut ::kernel_std::__private::device::F16)

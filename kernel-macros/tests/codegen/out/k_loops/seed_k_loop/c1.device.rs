@@ -1711,8 +1711,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -1726,7 +1725,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -1758,7 +1757,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -1768,12 +1767,13 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -1892,8 +1892,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -1907,7 +1906,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if (true
+                    if !((true
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
@@ -2059,7 +2058,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                             ),
                           ),
                         ),
-                      )) && (__g as usize) % 16 == 0
+                      ))
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -2069,12 +2068,13 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2192,8 +2192,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -2207,7 +2206,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -2224,7 +2223,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -2234,12 +2233,13 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2940,8 +2940,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -2955,7 +2954,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -2987,7 +2986,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -2997,12 +2996,13 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3120,8 +3120,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -3135,7 +3134,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                           + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3152,7 +3151,7 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3162,12 +3161,13 @@ pub unsafe extern "ptx-kernel" fn seed_k_loop__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     let __sp = __smem.add(__so)
                       as *mut ::kernel_std::__private::device::F16;
                     let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

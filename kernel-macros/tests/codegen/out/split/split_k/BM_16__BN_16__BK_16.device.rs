@@ -2252,8 +2252,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -2267,7 +2266,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -2299,7 +2298,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -2309,12 +2308,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2433,8 +2433,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -2448,7 +2447,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -2600,7 +2599,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2610,12 +2609,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2733,8 +2733,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -2748,7 +2747,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2765,7 +2764,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2775,12 +2774,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2918,8 +2918,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -2933,7 +2932,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -2965,7 +2964,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -2975,12 +2974,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3099,8 +3099,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3114,7 +3113,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -3266,7 +3265,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3276,12 +3275,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3399,8 +3399,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3414,7 +3413,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3431,7 +3430,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3441,12 +3440,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4427,8 +4427,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -4442,7 +4441,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -4474,7 +4473,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4484,12 +4483,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4607,8 +4607,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -4622,7 +4621,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4639,7 +4638,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4649,12 +4648,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4791,8 +4791,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -4806,7 +4805,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -4838,7 +4837,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4848,12 +4847,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4971,8 +4971,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -4986,7 +4985,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5003,7 +5002,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -5013,12 +5012,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

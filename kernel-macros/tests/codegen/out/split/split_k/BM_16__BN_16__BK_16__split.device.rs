@@ -2308,8 +2308,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -2323,7 +2322,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -2355,7 +2354,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -2365,12 +2364,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2489,8 +2489,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -2504,7 +2503,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -2656,7 +2655,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2666,12 +2665,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2789,8 +2789,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -2804,7 +2803,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2821,7 +2820,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -2831,12 +2830,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -2974,8 +2974,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -2989,7 +2988,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -3021,7 +3020,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -3031,12 +3030,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3155,8 +3155,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3170,7 +3169,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -3322,7 +3321,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3332,12 +3331,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -3455,8 +3455,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -3470,7 +3469,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                               + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3487,7 +3486,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -3497,12 +3496,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         let __sp = __smem.add(__so)
                           as *mut ::kernel_std::__private::device::F16;
                         let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4483,8 +4483,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -4498,7 +4497,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -4530,7 +4529,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4540,12 +4539,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4663,8 +4663,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -4678,7 +4677,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -4695,7 +4694,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4705,12 +4704,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -4847,8 +4847,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -4862,7 +4861,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x3 = (0i32)
                         .wrapping_add(
                           ({
@@ -4894,7 +4893,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __x4,
                           __c5,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -4904,12 +4903,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();
@@ -5027,8 +5027,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -5042,7 +5041,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                             + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -5059,7 +5058,7 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -5069,12 +5068,13 @@ pub unsafe extern "ptx-kernel" fn split_k__BM_16__BN_16__BK_16__split(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       let __sp = __smem.add(__so)
                         as *mut ::kernel_std::__private::device::F16;
                       let mut __badp: *mut ::kernel_std::__private::device::F16 = ::core::ptr::null_mut();

@@ -100,21 +100,21 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
             ),
         );
         let __all = true;
-        if __all && (__p0 as usize) % 16 == 0
-          && (__p7 as usize) == (__p0 as usize) + 14usize
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __p0,
             __p_a,
             __len_a,
             8usize,
           )
-        {
-          ::kernel_std::__private::device::cp_async_16(
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
             ::kernel_std::__private::device::smem_addr()
               + (0usize + __s0 * 2) as u32,
             __p0 as *const u8,
-          );
-        } else {
+          ))
+        {
           ::kernel_std::__private::device::store(
             (__smem.add(0usize) as *mut ::kernel_std::__private::device::F16)
               .add(__s0 + 0usize),
@@ -527,21 +527,21 @@ pub unsafe extern "ptx-kernel" fn wgmma_n192__BN_192(
             ),
         );
         let __all = true;
-        if __all && (__p0 as usize) % 16 == 0
-          && (__p7 as usize) == (__p0 as usize) + 14usize
+        if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
           && ::kernel_std::__private::device::fits(
             __p0,
             __p_b,
             __len_b,
             8usize,
           )
-        {
-          ::kernel_std::__private::device::cp_async_16(
+          && ::kernel_std::__private::device::cp_async_pieces::<
+            16,
+          >(
             ::kernel_std::__private::device::smem_addr()
               + (2048usize + __s0 * 2) as u32,
             __p0 as *const u8,
-          );
-        } else {
+          ))
+        {
           ::kernel_std::__private::device::store(
             (__smem.add(2048usize)
               as *mut ::kernel_std::__private::device::F16)

@@ -854,7 +854,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let __s0: usize = ({
+                let __tf: usize = (__col * 128usize + __r0);
+                let __tr: usize = __tf / 128usize;
+                let __tc: usize = __tf % 128usize;
+                (__tc / 64usize) * 32usize * 64usize
+                  + ({
+                    let __r: usize = __tr;
+                    __r * 64usize
+                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __tc % 8
+              });
+              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
@@ -866,32 +877,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ),
                 ),
                 __p_n_ctx,
-              ) && (__p0 as usize) % 16 == 0
-                && (__p7 as usize) == (__p0 as usize) + 14
+              ) && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
                   __len_k_ptr,
                   8usize,
                 )
-              {
-                let __s0: usize = ({
-                  let __tf: usize = (__col * 128usize + __r0);
-                  let __tr: usize = __tf / 128usize;
-                  let __tc: usize = __tf % 128usize;
-                  (__tc / 64usize) * 32usize * 64usize
-                    + ({
-                      let __r: usize = __tr;
-                      __r * 64usize
-                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                    }) + __tc % 8
-                });
-                ::kernel_std::__private::device::cp_async_16(
+                && ::kernel_std::__private::device::cp_async_pieces::<
+                  16,
+                >(
                   ::kernel_std::__private::device::smem_addr()
                     + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
-                );
-              } else {
+                ))
+              {
                 ::kernel_std::__private::device::store(
                   (__smem.add((32768usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
@@ -1557,21 +1557,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 ),
                 __p_n_ctx,
               );
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_v_ptr,
                   __len_v_ptr,
                   8usize,
                 )
-              {
-                ::kernel_std::__private::device::cp_async_16(
+                && ::kernel_std::__private::device::cp_async_pieces::<
+                  16,
+                >(
                   ::kernel_std::__private::device::smem_addr()
                     + ((49152usize + (0usize) * 8192usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
-                );
-              } else {
+                ))
+              {
                 ::kernel_std::__private::device::store(
                   (__smem.add((49152usize + (0usize) * 8192usize))
                     as *mut ::kernel_std::__private::device::F16)
@@ -2131,7 +2131,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  let __s0: usize = ({
+                    let __tf: usize = (__col * 128usize + __r0);
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 32usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
@@ -2143,33 +2154,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         ),
                     ),
                     __p_n_ctx,
-                  ) && (__p0 as usize) % 16 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 14
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
                       __len_k_ptr,
                       8usize,
                     )
-                  {
-                    let __s0: usize = ({
-                      let __tf: usize = (__col * 128usize + __r0);
-                      let __tr: usize = __tf / 128usize;
-                      let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 32usize * 64usize
-                        + ({
-                          let __r: usize = __tr;
-                          __r * 64usize
-                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __tc % 8
-                    });
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
@@ -2851,22 +2851,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     ),
                     __p_n_ctx,
                   );
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_v_ptr,
                       __len_v_ptr,
                       8usize,
                     )
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(

@@ -849,7 +849,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+              let __s0: usize = ({
+                let __sf: usize = (__col * 64usize + __r0);
+                ({
+                  let __r: usize = __sf / 64usize;
+                  __r * 64usize
+                    + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                }) + __sf % 8
+              });
+              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   start_n_17,
                   (0i32)
@@ -861,29 +869,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     ),
                 ),
                 __p_n_ctx,
-              ) && (__p0 as usize) % 16 == 0
-                && (__p7 as usize) == (__p0 as usize) + 14
+              ) && (__p7 as usize) == (__p0 as usize) + 14
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_k_ptr,
                   __len_k_ptr,
                   8usize,
                 )
-              {
-                let __s0: usize = ({
-                  let __sf: usize = (__col * 64usize + __r0);
-                  ({
-                    let __r: usize = __sf / 64usize;
-                    __r * 64usize
-                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __sf % 8
-                });
-                ::kernel_std::__private::device::cp_async_16(
+                && ::kernel_std::__private::device::cp_async_pieces::<
+                  16,
+                >(
                   ::kernel_std::__private::device::smem_addr()
                     + ((8192usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
-                );
-              } else {
+                ))
+              {
                 ::kernel_std::__private::device::store(
                   (__smem.add((8192usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
@@ -1522,21 +1522,21 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 ),
                 __p_n_ctx,
               );
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_v_ptr,
                   __len_v_ptr,
                   8usize,
                 )
-              {
-                ::kernel_std::__private::device::cp_async_16(
+                && ::kernel_std::__private::device::cp_async_pieces::<
+                  16,
+                >(
                   ::kernel_std::__private::device::smem_addr()
                     + ((16384usize + (0usize) * 4096usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
-                );
-              } else {
+                ))
+              {
                 ::kernel_std::__private::device::store(
                   (__smem.add((16384usize + (0usize) * 4096usize))
                     as *mut ::kernel_std::__private::device::F16)
@@ -2096,7 +2096,15 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       start_n_17,
                       (0i32)
@@ -2108,30 +2116,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         ),
                     ),
                     __p_n_ctx,
-                  ) && (__p0 as usize) % 16 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 14
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
                       __len_k_ptr,
                       8usize,
                     )
-                  {
-                    let __s0: usize = ({
-                      let __sf: usize = (__col * 64usize + __r0);
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    });
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((8192usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(
@@ -2786,22 +2786,22 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     ),
                     __p_n_ctx,
                   );
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_v_ptr,
                       __len_v_ptr,
                       8usize,
                     )
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((16384usize + ((((__it1 + 1) & 1) as usize)) * 4096usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add(

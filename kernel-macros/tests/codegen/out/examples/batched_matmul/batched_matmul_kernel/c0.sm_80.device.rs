@@ -6111,8 +6111,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6126,7 +6125,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -6158,7 +6157,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6168,12 +6167,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6193,8 +6193,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6208,7 +6207,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -6240,7 +6239,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6250,12 +6249,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6275,8 +6275,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6290,7 +6289,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -6322,7 +6321,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6332,12 +6331,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6357,8 +6357,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6372,7 +6371,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -6404,7 +6403,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6414,12 +6413,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6560,8 +6560,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6576,7 +6575,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6593,7 +6592,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6603,12 +6602,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6628,8 +6628,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6644,7 +6643,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6661,7 +6660,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6671,12 +6670,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6696,8 +6696,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6712,7 +6711,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6729,7 +6728,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6739,12 +6738,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6764,8 +6764,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6780,7 +6779,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6797,7 +6796,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6807,12 +6806,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6832,8 +6832,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6848,7 +6847,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6865,7 +6864,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6875,12 +6874,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -6900,8 +6900,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6916,7 +6915,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6933,7 +6932,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6943,12 +6942,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -6968,8 +6968,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6984,7 +6983,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7001,7 +7000,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7011,12 +7010,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -7036,8 +7036,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7052,7 +7051,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7069,7 +7068,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7079,12 +7078,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }
@@ -7245,8 +7245,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7260,7 +7259,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -7292,7 +7291,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7302,12 +7301,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7327,8 +7327,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7342,7 +7341,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -7374,7 +7373,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7384,12 +7383,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7409,8 +7409,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7424,7 +7423,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -7456,7 +7455,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7466,12 +7465,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7491,8 +7491,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7506,7 +7505,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = (0i32)
                       .wrapping_add(
                         ({
@@ -7538,7 +7537,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7548,12 +7547,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -7694,8 +7694,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7710,7 +7709,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7727,7 +7726,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7737,12 +7736,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7762,8 +7762,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7778,7 +7777,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7795,7 +7794,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7805,12 +7804,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7830,8 +7830,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7846,7 +7845,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7863,7 +7862,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7873,12 +7872,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7898,8 +7898,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7914,7 +7913,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7931,7 +7930,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7941,12 +7940,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -7966,8 +7966,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7982,7 +7981,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7999,7 +7998,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8009,12 +8008,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -8034,8 +8034,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8050,7 +8049,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8067,7 +8066,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8077,12 +8076,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -8102,8 +8102,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8118,7 +8117,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8135,7 +8134,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8145,12 +8144,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -8170,8 +8170,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8186,7 +8185,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8203,7 +8202,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8213,12 +8212,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }

@@ -8426,8 +8426,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8441,7 +8440,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8473,7 +8472,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8483,12 +8482,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8508,8 +8508,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8523,7 +8522,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8555,7 +8554,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8565,12 +8564,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8590,8 +8590,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8605,7 +8604,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8637,7 +8636,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8647,12 +8646,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8672,8 +8672,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8687,7 +8686,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8719,7 +8718,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8729,12 +8728,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -8875,8 +8875,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8893,7 +8892,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8910,7 +8909,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8920,12 +8919,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8945,8 +8945,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8963,7 +8962,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8980,7 +8979,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8990,12 +8989,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -9015,8 +9015,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9033,7 +9032,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9050,7 +9049,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9060,12 +9059,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -9085,8 +9085,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9103,7 +9102,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9120,7 +9119,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9130,12 +9129,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -9155,8 +9155,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9173,7 +9172,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9190,7 +9189,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9200,12 +9199,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 4usize;
                       }
                     }
@@ -9225,8 +9225,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9243,7 +9242,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9260,7 +9259,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9270,12 +9269,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 5usize;
                       }
                     }
@@ -9295,8 +9295,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9313,7 +9312,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9330,7 +9329,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9340,12 +9339,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 6usize;
                       }
                     }
@@ -9365,8 +9365,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9383,7 +9382,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9400,7 +9399,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9410,12 +9409,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 7usize;
                       }
                     }
@@ -9611,8 +9611,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9626,7 +9625,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9658,7 +9657,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9668,12 +9667,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -9693,8 +9693,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9708,7 +9707,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9740,7 +9739,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9750,12 +9749,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -9775,8 +9775,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9790,7 +9789,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9822,7 +9821,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9832,12 +9831,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -9857,8 +9857,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9872,7 +9871,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9904,7 +9903,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9914,12 +9913,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -10060,8 +10060,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10078,7 +10077,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10095,7 +10094,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10105,12 +10104,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -10130,8 +10130,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10148,7 +10147,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10165,7 +10164,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10175,12 +10174,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -10200,8 +10200,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10218,7 +10217,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10235,7 +10234,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10245,12 +10244,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -10270,8 +10270,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10288,7 +10287,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10305,7 +10304,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10315,12 +10314,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -10340,8 +10340,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10358,7 +10357,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10375,7 +10374,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10385,12 +10384,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 4usize;
                       }
                     }
@@ -10410,8 +10410,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10428,7 +10427,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10445,7 +10444,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10455,12 +10454,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 5usize;
                       }
                     }
@@ -10480,8 +10480,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10498,7 +10497,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10515,7 +10514,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10525,12 +10524,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 6usize;
                       }
                     }
@@ -10550,8 +10550,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10568,7 +10567,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10585,7 +10584,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10595,12 +10594,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c0(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 7usize;
                       }
                     }

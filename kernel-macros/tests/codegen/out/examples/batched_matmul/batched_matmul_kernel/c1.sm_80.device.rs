@@ -4383,8 +4383,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4398,7 +4397,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -4430,7 +4429,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4440,12 +4439,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -4465,8 +4465,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4480,7 +4479,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -4512,7 +4511,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4522,12 +4521,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -4547,8 +4547,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4562,7 +4561,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -4594,7 +4593,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4604,12 +4603,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -4629,8 +4629,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4644,7 +4643,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -4676,7 +4675,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4686,12 +4685,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -4832,8 +4832,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4848,7 +4847,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -4865,7 +4864,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4875,12 +4874,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -4900,8 +4900,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4916,7 +4915,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -4933,7 +4932,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4943,12 +4942,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -4968,8 +4968,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4984,7 +4983,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5001,7 +5000,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5011,12 +5010,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5036,8 +5036,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5052,7 +5051,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5069,7 +5068,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5079,12 +5078,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -5245,8 +5245,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5260,7 +5259,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -5292,7 +5291,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5302,12 +5301,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -5327,8 +5327,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5342,7 +5341,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -5374,7 +5373,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5384,12 +5383,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -5409,8 +5409,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5424,7 +5423,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -5456,7 +5455,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5466,12 +5465,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5491,8 +5491,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5506,7 +5505,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -5538,7 +5537,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5548,12 +5547,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -5694,8 +5694,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5710,7 +5709,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5727,7 +5726,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5737,12 +5736,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -5762,8 +5762,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5778,7 +5777,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5795,7 +5794,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5805,12 +5804,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -5830,8 +5830,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5846,7 +5845,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5863,7 +5862,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5873,12 +5872,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5898,8 +5898,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5914,7 +5913,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5931,7 +5930,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5941,12 +5940,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }

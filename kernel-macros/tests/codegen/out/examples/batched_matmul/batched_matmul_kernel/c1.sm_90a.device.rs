@@ -6674,8 +6674,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6689,7 +6688,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6721,7 +6720,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6731,12 +6730,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6756,8 +6756,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6771,7 +6770,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6803,7 +6802,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6813,12 +6812,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6838,8 +6838,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6853,7 +6852,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6885,7 +6884,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6895,12 +6894,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -6920,8 +6920,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6935,7 +6934,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6967,7 +6966,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6977,12 +6976,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7123,8 +7123,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7141,7 +7140,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7158,7 +7157,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7168,12 +7167,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7193,8 +7193,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7211,7 +7210,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7228,7 +7227,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7238,12 +7237,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7263,8 +7263,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7281,7 +7280,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7298,7 +7297,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7308,12 +7307,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -7333,8 +7333,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7351,7 +7350,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7368,7 +7367,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7378,12 +7377,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7579,8 +7579,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7594,7 +7593,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7626,7 +7625,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7636,12 +7635,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7661,8 +7661,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7676,7 +7675,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7708,7 +7707,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7718,12 +7717,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7743,8 +7743,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7758,7 +7757,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7790,7 +7789,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7800,12 +7799,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -7825,8 +7825,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7840,7 +7839,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7872,7 +7871,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7882,12 +7881,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -8028,8 +8028,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8046,7 +8045,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8063,7 +8062,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8073,12 +8072,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8098,8 +8098,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8116,7 +8115,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8133,7 +8132,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8143,12 +8142,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8168,8 +8168,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8186,7 +8185,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8203,7 +8202,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8213,12 +8212,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8238,8 +8238,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8256,7 +8255,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8273,7 +8272,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8283,12 +8282,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }

@@ -6110,8 +6110,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6125,7 +6124,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6157,7 +6156,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6167,12 +6166,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6192,8 +6192,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6207,7 +6206,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6239,7 +6238,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6249,12 +6248,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6274,8 +6274,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6289,7 +6288,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6321,7 +6320,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6331,12 +6330,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6356,8 +6356,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -6371,7 +6370,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6403,7 +6402,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6413,12 +6412,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6559,8 +6559,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6575,7 +6574,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6592,7 +6591,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6602,12 +6601,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6627,8 +6627,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6643,7 +6642,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6660,7 +6659,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6670,12 +6669,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6695,8 +6695,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6711,7 +6710,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6728,7 +6727,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6738,12 +6737,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6763,8 +6763,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6779,7 +6778,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6796,7 +6795,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6806,12 +6805,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6831,8 +6831,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6847,7 +6846,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6864,7 +6863,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6874,12 +6873,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -6899,8 +6899,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6915,7 +6914,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6932,7 +6931,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6942,12 +6941,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -6967,8 +6967,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -6983,7 +6982,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7000,7 +6999,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7010,12 +7009,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -7035,8 +7035,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7051,7 +7050,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7068,7 +7067,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7078,12 +7077,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }
@@ -7244,8 +7244,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7259,7 +7258,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7291,7 +7290,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7301,12 +7300,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7326,8 +7326,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7341,7 +7340,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7373,7 +7372,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7383,12 +7382,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7408,8 +7408,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7423,7 +7422,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7455,7 +7454,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7465,12 +7464,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7490,8 +7490,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -7505,7 +7504,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7537,7 +7536,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7547,12 +7546,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -7693,8 +7693,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7709,7 +7708,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7726,7 +7725,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7736,12 +7735,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7761,8 +7761,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7777,7 +7776,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7794,7 +7793,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7804,12 +7803,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7829,8 +7829,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7845,7 +7844,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7862,7 +7861,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7872,12 +7871,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7897,8 +7897,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7913,7 +7912,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7930,7 +7929,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7940,12 +7939,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -7965,8 +7965,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -7981,7 +7980,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7998,7 +7997,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8008,12 +8007,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -8033,8 +8033,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8049,7 +8048,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8066,7 +8065,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8076,12 +8075,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -8101,8 +8101,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8117,7 +8116,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8134,7 +8133,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8144,12 +8143,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -8169,8 +8169,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -8185,7 +8184,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8202,7 +8201,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8212,12 +8211,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }

@@ -8327,8 +8327,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8342,7 +8341,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8374,7 +8373,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8384,12 +8383,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8409,8 +8409,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8424,7 +8423,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8456,7 +8455,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8466,12 +8465,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8491,8 +8491,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8506,7 +8505,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8538,7 +8537,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8548,12 +8547,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8573,8 +8573,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8588,7 +8587,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -8620,7 +8619,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8630,12 +8629,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -8776,8 +8776,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8794,7 +8793,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8811,7 +8810,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8821,12 +8820,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8846,8 +8846,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8864,7 +8863,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8881,7 +8880,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8891,12 +8890,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8916,8 +8916,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8934,7 +8933,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8951,7 +8950,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8961,12 +8960,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8986,8 +8986,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9004,7 +9003,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9021,7 +9020,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9031,12 +9030,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -9056,8 +9056,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9074,7 +9073,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9091,7 +9090,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9101,12 +9100,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 4usize;
                       }
                     }
@@ -9126,8 +9126,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9144,7 +9143,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9161,7 +9160,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9171,12 +9170,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 5usize;
                       }
                     }
@@ -9196,8 +9196,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9214,7 +9213,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9231,7 +9230,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9241,12 +9240,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 6usize;
                       }
                     }
@@ -9266,8 +9266,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9284,7 +9283,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9301,7 +9300,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9311,12 +9310,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 7usize;
                       }
                     }
@@ -9512,8 +9512,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9527,7 +9526,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9559,7 +9558,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9569,12 +9568,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -9594,8 +9594,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9609,7 +9608,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9641,7 +9640,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9651,12 +9650,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -9676,8 +9676,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9691,7 +9690,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9723,7 +9722,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9733,12 +9732,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -9758,8 +9758,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -9773,7 +9772,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -9805,7 +9804,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9815,12 +9814,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -9961,8 +9961,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9979,7 +9978,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9996,7 +9995,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10006,12 +10005,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -10031,8 +10031,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10049,7 +10048,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10066,7 +10065,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10076,12 +10075,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -10101,8 +10101,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10119,7 +10118,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10136,7 +10135,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10146,12 +10145,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -10171,8 +10171,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10189,7 +10188,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10206,7 +10205,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10216,12 +10215,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -10241,8 +10241,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10259,7 +10258,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10276,7 +10275,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10286,12 +10285,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 4usize;
                       }
                     }
@@ -10311,8 +10311,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10329,7 +10328,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10346,7 +10345,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10356,12 +10355,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 5usize;
                       }
                     }
@@ -10381,8 +10381,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10399,7 +10398,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10416,7 +10415,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10426,12 +10425,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 6usize;
                       }
                     }
@@ -10451,8 +10451,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -10469,7 +10468,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                                 + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                             }) + __tc % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -10486,7 +10485,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -10496,12 +10495,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c2(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 7usize;
                       }
                     }

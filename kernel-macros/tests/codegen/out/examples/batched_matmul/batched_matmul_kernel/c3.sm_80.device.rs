@@ -4372,8 +4372,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4387,7 +4386,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -4419,7 +4418,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4429,12 +4428,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -4454,8 +4454,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4469,7 +4468,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -4501,7 +4500,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4511,12 +4510,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -4536,8 +4536,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4551,7 +4550,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -4583,7 +4582,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4593,12 +4592,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -4618,8 +4618,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -4633,7 +4632,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -4665,7 +4664,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4675,12 +4674,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -4821,8 +4821,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4836,7 +4835,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -4853,7 +4852,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4863,12 +4862,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -4888,8 +4888,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4903,7 +4902,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -4920,7 +4919,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4930,12 +4929,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -4955,8 +4955,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4970,7 +4969,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -4987,7 +4986,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4997,12 +4996,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5022,8 +5022,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5037,7 +5036,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5054,7 +5053,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5064,12 +5063,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -5229,8 +5229,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5244,7 +5243,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -5276,7 +5275,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5286,12 +5285,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -5311,8 +5311,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5326,7 +5325,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -5358,7 +5357,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5368,12 +5367,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -5393,8 +5393,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5408,7 +5407,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -5440,7 +5439,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5450,12 +5449,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5475,8 +5475,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -5490,7 +5489,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x15 = (0i32)
                       .wrapping_add(
                         ({
@@ -5522,7 +5521,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __x16,
                         __c17,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5532,12 +5531,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -5678,8 +5678,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5693,7 +5692,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5710,7 +5709,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5720,12 +5719,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -5745,8 +5745,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5760,7 +5759,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5777,7 +5776,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5787,12 +5786,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -5812,8 +5812,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5827,7 +5826,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5844,7 +5843,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5854,12 +5853,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -5879,8 +5879,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -5894,7 +5893,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -5911,7 +5910,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -5921,12 +5920,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }

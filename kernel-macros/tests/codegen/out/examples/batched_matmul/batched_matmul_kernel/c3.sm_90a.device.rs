@@ -6567,8 +6567,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6582,7 +6581,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6614,7 +6613,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6624,12 +6623,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6649,8 +6649,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6664,7 +6663,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6696,7 +6695,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6706,12 +6705,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6731,8 +6731,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6746,7 +6745,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6778,7 +6777,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6788,12 +6787,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -6813,8 +6813,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6828,7 +6827,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -6860,7 +6859,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6870,12 +6869,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7016,8 +7016,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7031,7 +7030,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7048,7 +7047,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7058,12 +7057,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7083,8 +7083,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7098,7 +7097,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7115,7 +7114,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7125,12 +7124,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7150,8 +7150,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7165,7 +7164,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7182,7 +7181,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7192,12 +7191,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -7217,8 +7217,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7232,7 +7231,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7249,7 +7248,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7259,12 +7258,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7457,8 +7457,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7472,7 +7471,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7504,7 +7503,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7514,12 +7513,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7539,8 +7539,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7554,7 +7553,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7586,7 +7585,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7596,12 +7595,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7621,8 +7621,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7636,7 +7635,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7668,7 +7667,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7678,12 +7677,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -7703,8 +7703,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7718,7 +7717,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x12 = (0i32)
                           .wrapping_add(
                             ({
@@ -7750,7 +7749,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __x13,
                             __c14,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7760,12 +7759,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7906,8 +7906,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7921,7 +7920,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7938,7 +7937,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7948,12 +7947,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7973,8 +7973,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7988,7 +7987,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8005,7 +8004,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8015,12 +8014,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8040,8 +8040,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8055,7 +8054,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8072,7 +8071,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8082,12 +8081,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8107,8 +8107,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8122,7 +8121,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8139,7 +8138,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8149,12 +8148,13 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c3(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }

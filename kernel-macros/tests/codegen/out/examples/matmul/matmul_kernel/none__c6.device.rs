@@ -5935,8 +5935,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -5950,7 +5949,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -5968,7 +5967,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -5978,12 +5977,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6003,8 +6003,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6018,7 +6017,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6036,7 +6035,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6046,12 +6045,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6071,8 +6071,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6086,7 +6085,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6104,7 +6103,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6114,12 +6113,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -6139,8 +6139,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6154,7 +6153,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -6172,7 +6171,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6182,12 +6181,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -6328,8 +6328,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6343,7 +6342,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -6375,7 +6374,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6385,12 +6384,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6410,8 +6410,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6425,7 +6424,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -6457,7 +6456,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6467,12 +6466,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6492,8 +6492,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6507,7 +6506,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -6539,7 +6538,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6549,12 +6548,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -6574,8 +6574,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6589,7 +6588,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -6621,7 +6620,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6631,12 +6630,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -6779,8 +6779,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -6794,7 +6793,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -6946,7 +6945,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6956,12 +6955,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6981,8 +6981,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -6996,7 +6995,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -7148,7 +7147,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7158,12 +7157,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7304,8 +7304,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7319,7 +7318,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7336,7 +7335,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7346,12 +7345,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7371,8 +7371,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -7386,7 +7385,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7403,7 +7402,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7413,12 +7412,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7580,8 +7580,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7595,7 +7594,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7613,7 +7612,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7623,12 +7622,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -7648,8 +7648,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7663,7 +7662,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7681,7 +7680,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7691,12 +7690,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -7716,8 +7716,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7731,7 +7730,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7749,7 +7748,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7759,12 +7758,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -7784,8 +7784,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7799,7 +7798,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -7817,7 +7816,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -7827,12 +7826,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -7973,8 +7973,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -7988,7 +7987,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -8020,7 +8019,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8030,12 +8029,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8055,8 +8055,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8070,7 +8069,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -8102,7 +8101,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8112,12 +8111,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8137,8 +8137,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8152,7 +8151,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -8184,7 +8183,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8194,12 +8193,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 2usize;
                       }
                     }
@@ -8219,8 +8219,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -8234,7 +8233,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x15 = (0i32)
                           .wrapping_add(
                             ({
@@ -8266,7 +8265,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __x16,
                             __c17,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8276,12 +8275,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 3usize;
                       }
                     }
@@ -8424,8 +8424,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8439,7 +8438,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -8591,7 +8590,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8601,12 +8600,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -8626,8 +8626,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8641,7 +8640,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if (true
+                      if !((true
                         && <i32 as ::kernel_std::__private::device::Num>::lt(
                           (0i32)
                             .wrapping_add(
@@ -8793,7 +8792,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               ),
                             ),
                           ),
-                        )) && (__g as usize) % 16 == 0
+                        ))
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8803,12 +8802,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -8949,8 +8949,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -8964,7 +8963,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -8981,7 +8980,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -8991,12 +8990,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -9016,8 +9016,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -9031,7 +9030,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         (0i32)
                           .wrapping_add(
                             ({
@@ -9048,7 +9047,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -9058,12 +9057,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -10862,8 +10862,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -10877,7 +10876,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -10909,7 +10908,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -10919,12 +10918,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -10944,8 +10944,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -10959,7 +10958,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -10991,7 +10990,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11001,12 +11000,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -11026,8 +11026,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11041,7 +11040,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11073,7 +11072,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11083,12 +11082,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -11108,8 +11108,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11123,7 +11122,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11155,7 +11154,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11165,12 +11164,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -11311,8 +11311,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -11326,7 +11325,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -11343,7 +11342,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11353,12 +11352,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -11378,8 +11378,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -11393,7 +11392,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -11410,7 +11409,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11420,12 +11419,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -11585,8 +11585,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11600,7 +11599,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11632,7 +11631,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11642,12 +11641,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -11667,8 +11667,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11682,7 +11681,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11714,7 +11713,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11724,12 +11723,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -11749,8 +11749,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11764,7 +11763,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11796,7 +11795,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11806,12 +11805,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -11831,8 +11831,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
@@ -11846,7 +11845,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if {
+                    if !({
                       let __x18 = (0i32)
                         .wrapping_add(
                           ({
@@ -11878,7 +11877,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __x19,
                           __c20,
                         )
-                    } && (__g as usize) % 16 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -11888,12 +11887,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -12034,8 +12034,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -12049,7 +12048,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -12066,7 +12065,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -12076,12 +12075,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -12101,8 +12101,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F16
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
@@ -12116,7 +12115,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                             + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                         }) + __sf % 8
                       })) * 2;
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -12133,7 +12132,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 16 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -12143,12 +12142,13 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_16(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        16,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }

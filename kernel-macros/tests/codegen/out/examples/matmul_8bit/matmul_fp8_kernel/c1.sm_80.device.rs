@@ -6114,14 +6114,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6153,7 +6152,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6163,12 +6162,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6188,14 +6188,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6227,7 +6226,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6237,12 +6236,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6262,14 +6262,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6301,7 +6300,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6311,12 +6310,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6336,14 +6336,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -6375,7 +6374,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6385,12 +6384,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6521,14 +6521,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6545,7 +6544,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6555,12 +6554,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -6580,14 +6580,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6604,7 +6603,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6614,12 +6613,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -6639,14 +6639,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6663,7 +6662,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6673,12 +6672,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -6698,14 +6698,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6722,7 +6721,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6732,12 +6731,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -6757,14 +6757,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6781,7 +6780,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6791,12 +6790,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -6816,14 +6816,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6840,7 +6839,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6850,12 +6849,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -6875,14 +6875,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6899,7 +6898,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6909,12 +6908,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -6934,14 +6934,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -6958,7 +6957,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -6968,12 +6967,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }
@@ -7399,14 +7399,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7438,7 +7437,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7448,12 +7447,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7473,14 +7473,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7512,7 +7511,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7522,12 +7521,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7547,14 +7547,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7586,7 +7585,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7596,12 +7595,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7621,14 +7621,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if {
+                  if !({
                     let __x27 = (0i32)
                       .wrapping_add(
                         ({
@@ -7660,7 +7659,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __x28,
                         __c29,
                       )
-                  } && (__g as usize) % 8 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7670,12 +7669,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -7806,14 +7806,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7830,7 +7829,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7840,12 +7839,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -7865,14 +7865,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7889,7 +7888,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7899,12 +7898,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -7924,14 +7924,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -7948,7 +7947,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -7958,12 +7957,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 2usize;
                   }
                 }
@@ -7983,14 +7983,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8007,7 +8006,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8017,12 +8016,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 3usize;
                   }
                 }
@@ -8042,14 +8042,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8066,7 +8065,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8076,12 +8075,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 4usize;
                   }
                 }
@@ -8101,14 +8101,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8125,7 +8124,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8135,12 +8134,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 5usize;
                   }
                 }
@@ -8160,14 +8160,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8184,7 +8183,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8194,12 +8193,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 6usize;
                   }
                 }
@@ -8219,14 +8219,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F8E4M3
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
                   );
                   let __so: usize = __dst + (__c * 8);
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     (0i32)
                       .wrapping_add(
                         ({
@@ -8243,7 +8242,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 8 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -8253,12 +8252,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_8(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      8,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 7usize;
                   }
                 }

@@ -6093,14 +6093,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -6132,7 +6131,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6142,12 +6141,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -6167,14 +6167,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -6206,7 +6205,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6216,12 +6215,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -6241,14 +6241,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -6280,7 +6279,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6290,12 +6289,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -6315,14 +6315,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -6354,7 +6353,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6364,12 +6363,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -6500,14 +6500,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6524,7 +6523,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6534,12 +6533,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -6559,14 +6559,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6583,7 +6582,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6593,12 +6592,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -6618,14 +6618,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6642,7 +6641,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6652,12 +6651,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -6677,14 +6677,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6701,7 +6700,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6711,12 +6710,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -6736,14 +6736,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6760,7 +6759,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6770,12 +6769,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 4usize;
                     }
                   }
@@ -6795,14 +6795,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6819,7 +6818,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6829,12 +6828,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 5usize;
                     }
                   }
@@ -6854,14 +6854,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6878,7 +6877,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6888,12 +6887,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 6usize;
                     }
                   }
@@ -6913,14 +6913,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -6937,7 +6936,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -6947,12 +6946,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 7usize;
                     }
                   }
@@ -7425,14 +7425,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -7464,7 +7463,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7474,12 +7473,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -7499,14 +7499,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -7538,7 +7537,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7548,12 +7547,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -7573,14 +7573,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -7612,7 +7611,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7622,12 +7621,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -7647,14 +7647,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off0,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if {
+                    if !({
                       let __x9 = (0i32)
                         .wrapping_add(
                           ({
@@ -7686,7 +7685,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __x10,
                           __c11,
                         )
-                    } && (__g as usize) % 8 == 0
+                    }
                       && (__inb0
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7696,12 +7695,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_a_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -7832,14 +7832,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7856,7 +7855,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7866,12 +7865,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 0usize;
                     }
                   }
@@ -7891,14 +7891,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7915,7 +7914,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7925,12 +7924,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 1usize;
                     }
                   }
@@ -7950,14 +7950,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -7974,7 +7973,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -7984,12 +7983,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 2usize;
                     }
                   }
@@ -8009,14 +8009,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -8033,7 +8032,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -8043,12 +8042,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 3usize;
                     }
                   }
@@ -8068,14 +8068,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -8092,7 +8091,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -8102,12 +8101,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 4usize;
                     }
                   }
@@ -8127,14 +8127,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -8151,7 +8150,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -8161,12 +8160,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 5usize;
                     }
                   }
@@ -8186,14 +8186,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -8210,7 +8209,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -8220,12 +8219,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 6usize;
                     }
                   }
@@ -8245,14 +8245,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                         {
                           __b
                         } else {
-                          (__b as *mut u8).wrapping_add(1)
-                            as *mut ::kernel_std::__private::device::F8E4M3
+                          __b.map_addr(|__a| __a | 1)
                         }
                       },
                       __off1,
                     );
                     let __so: usize = __dst + (__c * 8);
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                       (0i32)
                         .wrapping_add(
                           ({
@@ -8269,7 +8268,7 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           ),
                         ),
                       ),
-                    ) && (__g as usize) % 8 == 0
+                    )
                       && (__inb1
                         || ::kernel_std::__private::device::fits(
                           __g,
@@ -8279,12 +8278,13 @@ pub unsafe extern "ptx-kernel" fn matmul_fp8_kernel__c1(
                           __len_b_ptr,
                           8usize,
                         ))
-                    {
-                      ::kernel_std::__private::device::cp_async_8(
+                      && ::kernel_std::__private::device::cp_async_pieces::<
+                        8,
+                      >(
                         ::kernel_std::__private::device::smem_addr() + __so as u32,
                         __g as *const u8,
-                      );
-                    } else {
+                      ))
+                    {
                       __slow |= (1 as u32) << 7usize;
                     }
                   }

@@ -3038,8 +3038,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -3053,7 +3052,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3104,7 +3103,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3114,12 +3113,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -3139,8 +3139,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -3154,7 +3153,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3205,7 +3204,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3215,12 +3214,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -3380,8 +3380,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -3395,7 +3394,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3423,7 +3422,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3433,12 +3432,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -3458,8 +3458,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -3473,7 +3472,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3501,7 +3500,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3511,12 +3510,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -3695,8 +3695,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -3710,7 +3709,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3761,7 +3760,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3771,12 +3770,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -3796,8 +3796,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off0,
@@ -3811,7 +3810,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if {
+                  if !({
                     let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -3862,7 +3861,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __x4,
                         __c5,
                       )
-                  } && (__g as usize) % 16 == 0
+                  }
                     && (__inb0
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -3872,12 +3871,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_a_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }
@@ -4037,8 +4037,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4052,7 +4051,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -4080,7 +4079,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4090,12 +4089,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 0usize;
                   }
                 }
@@ -4115,8 +4115,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                       {
                         __b
                       } else {
-                        (__b as *mut u8).wrapping_add(1)
-                          as *mut ::kernel_std::__private::device::F16
+                        __b.map_addr(|__a| __a | 1)
                       }
                     },
                     __off1,
@@ -4130,7 +4129,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __sf % 8
                     })) * 2;
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_k_1,
@@ -4158,7 +4157,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         ),
                       ),
                     ),
-                  ) && (__g as usize) % 16 == 0
+                  )
                     && (__inb1
                       || ::kernel_std::__private::device::fits(
                         __g,
@@ -4168,12 +4167,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                         __len_b_ptr,
                         8usize,
                       ))
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr() + __so as u32,
                       __g as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     __slow |= (1 as u32) << 1usize;
                   }
                 }

@@ -5499,8 +5499,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -5514,7 +5513,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5565,7 +5564,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -5575,12 +5574,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -5600,8 +5600,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -5615,7 +5614,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5666,7 +5665,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -5676,12 +5675,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -5841,8 +5841,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -5856,7 +5855,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5884,7 +5883,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -5894,12 +5893,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -5919,8 +5919,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -5934,7 +5933,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -5962,7 +5961,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -5972,12 +5971,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6177,8 +6177,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6192,7 +6191,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -6243,7 +6242,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6253,12 +6252,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6278,8 +6278,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off0,
@@ -6293,7 +6292,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if {
+                      if !({
                         let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -6344,7 +6343,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __x7,
                             __c8,
                           )
-                      } && (__g as usize) % 16 == 0
+                      }
                         && (__inb0
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6354,12 +6353,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_a_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }
@@ -6519,8 +6519,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -6534,7 +6533,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -6562,7 +6561,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6572,12 +6571,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 0usize;
                       }
                     }
@@ -6597,8 +6597,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                           {
                             __b
                           } else {
-                            (__b as *mut u8).wrapping_add(1)
-                              as *mut ::kernel_std::__private::device::F16
+                            __b.map_addr(|__a| __a | 1)
                           }
                         },
                         __off1,
@@ -6612,7 +6611,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                               + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                           }) + __sf % 8
                         })) * 2;
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_k_1,
@@ -6640,7 +6639,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             ),
                           ),
                         ),
-                      ) && (__g as usize) % 16 == 0
+                      )
                         && (__inb1
                           || ::kernel_std::__private::device::fits(
                             __g,
@@ -6650,12 +6649,13 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
                             __len_b_ptr,
                             8usize,
                           ))
-                      {
-                        ::kernel_std::__private::device::cp_async_16(
+                        && ::kernel_std::__private::device::cp_async_pieces::<
+                          16,
+                        >(
                           ::kernel_std::__private::device::smem_addr() + __so as u32,
                           __g as *const u8,
-                        );
-                      } else {
+                        ))
+                      {
                         __slow |= (1 as u32) << 1usize;
                       }
                     }

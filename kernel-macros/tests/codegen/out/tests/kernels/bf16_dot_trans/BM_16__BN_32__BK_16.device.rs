@@ -166,21 +166,21 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     __c3,
                   )
               };
-              if __all && (__p0 as usize) % 16 == 0
-                && (__p7 as usize) == (__p0 as usize) + 14usize
+              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                 && ::kernel_std::__private::device::fits(
                   __p0,
                   __p_a,
                   __len_a,
                   8usize,
                 )
-              {
-                ::kernel_std::__private::device::cp_async_16(
+                && ::kernel_std::__private::device::cp_async_pieces::<
+                  16,
+                >(
                   ::kernel_std::__private::device::smem_addr()
                     + ((0usize + (0usize) * 512usize) + __s0 * 2) as u32,
                   __p0 as *const u8,
-                );
-              } else {
+                ))
+              {
                 ::kernel_std::__private::device::store(
                   (__smem.add((0usize + (0usize) * 512usize))
                     as *mut ::kernel_std::__private::device::BF16)
@@ -828,22 +828,22 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                         __c6,
                       )
                   };
-                  if __all && (__p0 as usize) % 16 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 14usize
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_a,
                       __len_a,
                       8usize,
                     )
-                  {
-                    ::kernel_std::__private::device::cp_async_16(
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
                       ::kernel_std::__private::device::smem_addr()
                         + ((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize)
                           + __s0 * 2) as u32,
                       __p0 as *const u8,
-                    );
-                  } else {
+                    ))
+                  {
                     ::kernel_std::__private::device::store(
                       (__smem
                         .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
