@@ -111,6 +111,26 @@ fn a_wrong_stride_is_reported_not_read() {
     dev.synchronize().unwrap();
 }
 
+/// The same with only the last K tile past `b` (K = 160 claimed, 144 rows): in every config the
+/// earlier iterations are in bounds, so the GPU's K loop runs the version proven in bounds for
+/// all but its last iteration, whose copies must still be checked and reported.
+#[test]
+fn a_wrong_stride_in_the_last_k_tile_is_reported_in_every_config() {
+    let dev = test_device();
+    let a = Tensor::<f16>::zeros(&dev, &[64, 160]).unwrap();
+    let b = Tensor::<f16>::zeros(&dev, &[144, 64]).unwrap();
+    let c = Tensor::<f16>::zeros(&dev, &[64, 64]).unwrap();
+    for cfg in 0..matmul_kernel::CONFIGS.len() {
+        let launched = matmul_kernel::launch_config(cfg, (1,), &a, &b, &c, 64, 64, 160, 160, 1, 64, 1, 64, 1, None);
+        let msg = match launched {
+            Err(e) => e.to_string(),
+            Ok(()) => dev.synchronize().expect_err("the out-of-bounds reads of b were not reported").to_string(),
+        };
+        assert!(msg.contains("out-of-bounds") && msg.contains("`b_ptr`") && msg.contains("(length 9216)"), "config {cfg}: {msg}");
+        dev.synchronize().unwrap();
+    }
+}
+
 /// A pointer block selected between two parameters (`where_(c, x + i, y + i)`) cannot be
 /// attributed to one buffer: on the GPU it is checked against all the kernel's buffers, so an
 /// access past them is still skipped and reported, and in-bounds selections work.
