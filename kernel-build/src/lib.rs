@@ -45,6 +45,10 @@ pub const NESTED_ENV: &str = "KERNEL_BUILD_NESTED";
 /// runtime then searches the disk, as for crates without a build script): for CPU-only builds
 /// on machines without the nightly toolchain, documentation builds, IDEs.
 pub const SKIP_ENV: &str = "KERNEL_BUILD_SKIP";
+/// `KERNEL_BUILD_KERNELS=softmax_kernel,add_kernel`: [`Builder::build`] compiles and embeds the
+/// entries of these kernels only (the others' device code is not compiled: launching them then
+/// fails with a missing entry), to try a change to one kernel of a large crate in seconds.
+pub const KERNELS_ENV: &str = "KERNEL_BUILD_KERNELS";
 /// Overrides the device builds' target directory ([`Builder::target_dir`]).
 pub const TARGET_DIR_ENV: &str = "KERNEL_BUILD_TARGET_DIR";
 /// Set by [`Builder::build`] for the crate's compilation (`cargo:rustc-env`), to the library's
@@ -107,7 +111,7 @@ impl Builder {
     /// Outside a build script; an unknown architecture; the crate lacking what a device build
     /// needs (the message gives the line to add); any step of the build failing.
     pub fn build(&self) -> Result<()> {
-        for var in [SKIP_ENV, TARGET_DIR_ENV, "PTXAS"] {
+        for var in [SKIP_ENV, TARGET_DIR_ENV, KERNELS_ENV, "PTXAS"] {
             println!("cargo:rerun-if-env-changed={var}");
         }
         if std::env::var_os(NESTED_ENV).is_some() || std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "nvptx64") {
@@ -144,6 +148,7 @@ impl Builder {
                 krate: krate.clone(),
                 arch: arch.clone(),
                 lenient: self.lenient,
+                kernels: kernel_list(std::env::var(KERNELS_ENV).ok().as_deref()),
                 target_dir: shared.join(arch),
                 out_dir: out_dir.join("ptx").join(arch),
             })
@@ -268,9 +273,21 @@ fn dep_info_sources(text: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The kernels a `KERNEL_BUILD_KERNELS` value names: comma-separated, blanks ignored; empty:
+/// every kernel.
+fn kernel_list(value: Option<&str>) -> Vec<String> {
+    value.unwrap_or_default().split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_build_kernels_is_a_comma_separated_list() {
+        assert!(kernel_list(None).is_empty() && kernel_list(Some("")).is_empty());
+        assert_eq!(kernel_list(Some("softmax_kernel, add_kernel,,")), ["softmax_kernel", "add_kernel"]);
+    }
 
     #[test]
     fn the_shared_target_dir_sits_beside_the_profiles() {

@@ -61,6 +61,10 @@ pub struct Job {
     pub arch: String,
     /// Spills and performance advisories are warnings, not errors.
     pub lenient: bool,
+    /// The kernels (`#[kernel]` function names) whose entries to build; empty: all of them. The
+    /// others' device code is left out by their `#[cfg]` ([`kernel_formats::ONLY_CFG`]), so
+    /// that trying a change to one kernel of a large crate compiles only that kernel.
+    pub kernels: Vec<String>,
     /// cargo's `--target-dir` for the device build (one per architecture).
     pub target_dir: PathBuf,
     /// Where `<crate>.{ptx,cubin,manifest.json}` go (intermediate files in `link/` below it).
@@ -106,7 +110,7 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
 
     eprintln!("build-ptx: building {} for {arch}", krate.display());
     let t = Instant::now();
-    let art = cargo_build(tc, krate, arch, &job.target_dir)?;
+    let art = cargo_build(tc, krate, arch, &job.kernels, &job.target_dir)?;
     let t_build = t.elapsed();
 
     let t = Instant::now();
@@ -153,8 +157,9 @@ pub fn build_crate(tc: &Toolchain, ptxas: &Ptxas, job: &Job) -> Result<Built> {
     let entries: Vec<String> = exported.iter().filter(|n| !n.starts_with(METADATA_PREFIX)).cloned().collect();
     ensure!(
         !entries.is_empty(),
-        "{} defines no kernels: expected `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn`s",
-        krate.display()
+        "{} defines no kernels{}: expected `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn`s",
+        krate.display(),
+        if job.kernels.is_empty() { String::new() } else { format!(" named {}", job.kernels.join(", ")) }
     );
     let entries_file = link_dir.join(format!("{name}.entries"));
     std::fs::write(&entries_file, exported.join("\n") + "\n")?;
@@ -265,7 +270,7 @@ fn sorted(paths: &[PathBuf]) -> Vec<&PathBuf> {
 
 /// Runs the device `cargo build` and collects the rlibs from its JSON messages. Its stderr
 /// passes through (and is kept, to explain a failure: [`crate::check::diagnose`]).
-fn cargo_build(tc: &Toolchain, krate: &Path, arch: &str, target_dir: &Path) -> Result<Artifacts> {
+fn cargo_build(tc: &Toolchain, krate: &Path, arch: &str, kernels: &[String], target_dir: &Path) -> Result<Artifacts> {
     let manifest = krate.join("Cargo.toml");
     let mut cmd = tc.cargo();
     cmd.args(["build", "--lib", "--release", "--target", TARGET, "-Zbuild-std=core"])
@@ -274,7 +279,7 @@ fn cargo_build(tc: &Toolchain, krate: &Path, arch: &str, target_dir: &Path) -> R
         .arg("--target-dir")
         .arg(target_dir)
         // Only applies to target units: build scripts and proc macros build for the host.
-        .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"))
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags(arch, kernels).join("\x1f"))
         // A build script using `kernel_build::Builder` does nothing in the build it started.
         .env(crate::NESTED_ENV, "1")
         .stdout(Stdio::piped())
@@ -348,6 +353,19 @@ fn llvm(tc: &Toolchain, tool: &str, args: impl FnOnce(&mut Command)) -> Result<(
         bail!("{tool} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
     }
     Ok(())
+}
+
+/// The device build's rustc flags: the architecture, the kernel filter's cfg (declared, so that
+/// no build warns about it) and, when only some kernels are asked for, the filter (the bare
+/// name, which turns it on) and their names.
+fn rustflags(arch: &str, kernels: &[String]) -> Vec<String> {
+    let only = kernel_formats::ONLY_CFG;
+    let mut flags = vec![format!("-Ctarget-cpu={arch}"), format!("--check-cfg=cfg({only},values(any()))")];
+    if !kernels.is_empty() {
+        flags.push(format!("--cfg={only}"));
+        flags.extend(kernels.iter().map(|k| format!("--cfg={only}=\"{k}\"")));
+    }
+    flags
 }
 
 /// Names of the `ptx_kernel` functions defined in a bitcode module, sorted.
@@ -617,6 +635,13 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 1, "{left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_kernel_filter_is_a_declared_cfg() {
+        assert_eq!(rustflags("sm_80", &[]), ["-Ctarget-cpu=sm_80", "--check-cfg=cfg(kernel_only,values(any()))"]);
+        let some = rustflags("sm_90a", &["mm".to_string(), "softmax".to_string()]);
+        assert_eq!(some[2..], ["--cfg=kernel_only", "--cfg=kernel_only=\"mm\"", "--cfg=kernel_only=\"softmax\""]);
     }
 
     #[test]

@@ -24,6 +24,13 @@
 pub mod autotune;
 pub mod manifest;
 
+/// The `--cfg` name with which a device build keeps only the entries of the kernels it names:
+/// `--cfg kernel_only` and `--cfg kernel_only="matmul_kernel"`, once per kernel (`cargo xtask
+/// build-ptx --kernel`).
+/// `#[kernel]` puts `#[cfg(any(not(kernel_only), kernel_only = "<kernel>"))]` on each device
+/// item of a kernel.
+pub const ONLY_CFG: &str = "kernel_only";
+
 /// FNV-1a, 64 bits: the same in every process, Rust release and tool, and small enough to
 /// recompute anywhere. The manifest records the PTX and cubin hashes with it, and the
 /// autotuning cache keys decisions by the PTX's.

@@ -97,10 +97,12 @@ pub enum LaunchError {
         /// The error's description, with the JIT compiler's log when it gave one.
         message: String,
     },
-    /// The PTX file has no entry point for this instance: it was built before the kernel changed.
+    /// The PTX file has no entry point for this instance: it was built before the kernel changed,
+    /// or for other kernels only.
     #[error(
-        "the PTX {} has no entry `{entry}` for kernel `{kernel}`: the PTX is stale; \
-         rebuild it with `cargo xtask build-ptx`",
+        "the PTX {} has no entry `{entry}` for kernel `{kernel}`: the PTX is stale, or was built \
+         for other kernels only (`build-ptx --kernel`, `KERNEL_BUILD_KERNELS`); rebuild it with \
+         `cargo xtask build-ptx`",
         path.display()
     )]
     MissingEntry {

@@ -54,6 +54,8 @@ commands:
   build-ptx    build device crates to PTX, check them with ptxas, write manifests
                [--arch sm_80|sm_90|sm_90a|all]... (default sm_90a)
                [--crate PATH]... (default: xtask/ptx-smoke) [--release] (always release)
+               [--kernel NAME]... (only these kernels' entries: the others' device code is
+               not compiled; the module then holds just these)
                [--lenient] (spills and ptxas performance advisories warn instead of failing)
                output: target/ptx/<arch>/<crate>.{ptx,cubin,manifest.json}
   ci           same as test

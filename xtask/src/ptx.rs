@@ -13,21 +13,24 @@ use std::time::Instant;
 /// Device crates built when no `--crate` is given, relative to the repository root.
 pub const DEFAULT_CRATES: &[&str] = &["examples", "tests", "xtask/ptx-smoke"];
 
-/// `build-ptx` options: `[--arch ARCH]... [--crate PATH]... [--lenient]`.
+/// `build-ptx` options: `[--arch ARCH]... [--crate PATH]... [--kernel NAME]... [--lenient]`.
 pub struct Options {
     pub archs: Vec<String>,
     /// Crate directories (holding `Cargo.toml`).
     pub crates: Vec<PathBuf>,
     /// Spills and performance advisories are warnings, not errors (generated test corpora).
     pub lenient: bool,
+    /// Only these kernels' entries (empty: every kernel's).
+    pub kernels: Vec<String>,
 }
 
 impl Options {
-    /// Parses `[--arch ARCH]... [--crate PATH]... [--release]`.
+    /// Parses `[--arch ARCH]... [--crate PATH]... [--kernel NAME]... [--release] [--lenient]`.
     pub fn parse(root: &Path, args: &[String]) -> Result<Options> {
         let mut archs = Vec::new();
         let mut crates = Vec::new();
         let mut lenient = false;
+        let mut kernels = Vec::new();
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -60,6 +63,11 @@ impl Options {
                 // wgmma); the flag is accepted so that habits from cargo do not error.
                 "--release" => {}
                 "--lenient" => lenient = true,
+                "--kernel" => {
+                    let k = value()?;
+                    ensure!(!k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || c == '_'), "--kernel {k:?}: expected the name of a `#[kernel]` function");
+                    kernels.push(k);
+                }
                 other => bail!("build-ptx: unknown argument `{other}`"),
             }
         }
@@ -72,7 +80,7 @@ impl Options {
                 crates.push(root.join(c));
             }
         }
-        Ok(Options { archs, crates, lenient })
+        Ok(Options { archs, crates, lenient, kernels })
     }
 }
 
@@ -93,10 +101,33 @@ pub fn build_ptx(root: &Path, opts: &Options) -> Result<()> {
         .iter()
         .flat_map(|arch| {
             let dir = root.join("target/ptx").join(arch);
-            opts.crates.iter().map(move |krate| Job { krate: krate.clone(), arch: arch.clone(), lenient: opts.lenient, target_dir: dir.clone(), out_dir: dir.clone() })
+            opts.crates.iter().map(move |krate| Job {
+                krate: krate.clone(),
+                arch: arch.clone(),
+                lenient: opts.lenient,
+                kernels: opts.kernels.clone(),
+                target_dir: dir.clone(),
+                out_dir: dir.clone(),
+            })
         })
         .collect();
     kernel_build::build_all(&toolchain, &ptxas, &jobs).context("build-ptx failed")?;
     eprintln!("build-ptx: done in {:.1}s", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_parsed_and_checked() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository");
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let o = Options::parse(root, &args(&["--kernel", "matmul_kernel", "--kernel=softmax_kernel"])).unwrap();
+        assert_eq!(o.kernels, ["matmul_kernel", "softmax_kernel"]);
+        assert!(Options::parse(root, &args(&[])).unwrap().kernels.is_empty());
+        let err = Options::parse(root, &args(&["--kernel", "a b"])).err().expect("a bad name is refused");
+        assert!(err.to_string().contains("expected the name of a `#[kernel]` function"), "{err}");
+    }
 }

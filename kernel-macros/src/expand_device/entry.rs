@@ -25,6 +25,18 @@ pub(super) fn entry_metadata(k: &Kernel, entry_name: &str, vals: &HashMap<String
     )
 }
 
+/// The name of the `--cfg` with which a device build keeps only the entries of the kernels it
+/// names (`kernel_formats::ONLY_CFG`, which kernel-build passes).
+pub(crate) const ONLY_CFG: &str = "kernel_only";
+
+/// `#[cfg(..)]` on each device item of kernel `name`: kept unless the build names other kernels
+/// only ([`ONLY_CFG`]). Device items sit in a module for `nvptx64` only, so host builds never
+/// see the unexpected cfg; device builds declare it (`--check-cfg`).
+fn only_cfg(name: &str) -> TokenStream {
+    let (cfg, name) = (format_ident!("{}", ONLY_CFG), name.trim_start_matches("r#"));
+    quote!(#[cfg(any(not(#cfg), #cfg = #name))])
+}
+
 /// The `extern "ptx-kernel"` entries of one instance: `entry_name`, and, when its K loop can be
 /// split over blocks (`split.rs`), `<entry_name>__split`, which split launches run instead. The
 /// plain entry has no trace of splitting (split code in its K loop and prologue would slow the
@@ -97,9 +109,11 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<D
     // valid map), while the block works out its tile: the first copies do not wait for it.
     let maps = tma.len();
     let prefetch = (maps > 0).then(|| quote!(if __tid < #maps && (__tmask >> __tid) & 1 != 0 { #d::prefetch_tensormap(__tma.add(__tid * 128)); }));
+    let only = only_cfg(&k.name);
     let function = |cfg: TokenStream, body: &TokenStream, prefetch: Option<&TokenStream>| {
         quote! {
             #cfg
+            #only
             #[no_mangle]
             #[allow(unused_mut, unused_variables, unused_assignments, unused_parens, unused_unsafe, non_snake_case, unreachable_code, clippy::all)]
             pub unsafe extern "ptx-kernel" fn #name(#(#params,)*) {
@@ -137,6 +151,7 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<D
     let tokens = quote! {
         #tokens
         #meta_cfg
+        #only
         #[no_mangle]
         #[used]
         #[allow(non_upper_case_globals)]

@@ -707,3 +707,16 @@ fn plans_barriers_around_stores() {
     assert!(lines[0].ends_with("a barrier before, a barrier after"), "{text}");
     assert!(lines[1].ends_with("a barrier before, no barrier after"), "{text}");
 }
+
+/// Every device item of a kernel (each entry, plain and split, and its manifest record) is kept
+/// by a device build unless that build names only other kernels (`--cfg kernel_only="…"`), by
+/// the name kernel-build passes.
+#[test]
+fn device_items_are_kept_by_the_kernel_filter() {
+    assert_eq!(super::entry::ONLY_CFG, kernel_formats::ONLY_CFG);
+    let (out, _) = expand_all("", &matmul(3, 32, ""));
+    let filter = "# [cfg (any (not (kernel_only) , kernel_only = \"mm\"))]";
+    let items = out.matches("# [no_mangle]").count();
+    assert!(items >= 3, "{out}");
+    assert_eq!(out.matches(&format!("{filter} # [no_mangle]")).count(), items, "every device item carries the filter");
+}

@@ -230,11 +230,14 @@ fn kernel_modules(ts: TokenStream, kernel: &str, host: &mut Option<TokenStream>,
     }
 }
 
-/// Whether the `#[cfg(..)]` attributes of an item of device code hold for `target` (the only
-/// cfg the device backend emits is `target_feature = "sm_90a"`, under `not`, `all`, `any`).
+/// Whether the `#[cfg(..)]` attributes of an item of device code hold for `target` (the device
+/// backend emits `target_feature = "sm_90a"` and the kernel filter `kernel_only`, unset in a
+/// build of every kernel, under `not`, `all`, `any`).
 fn cfg_holds(attrs: &[syn::Attribute], target: &str) -> bool {
     fn eval(m: &syn::Meta, target: &str) -> bool {
         match m {
+            syn::Meta::Path(p) if p.is_ident("kernel_only") => false,
+            syn::Meta::NameValue(nv) if nv.path.is_ident("kernel_only") => false,
             syn::Meta::NameValue(nv) if nv.path.is_ident("target_feature") => match &nv.value {
                 syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => s.value() == target,
                 other => panic!("unexpected cfg value in device code: {}", other.to_token_stream()),

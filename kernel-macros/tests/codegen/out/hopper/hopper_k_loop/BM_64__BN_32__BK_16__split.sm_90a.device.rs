@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "hopper_k_loop"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -4289,6 +4290,7 @@ pub unsafe extern "ptx-kernel" fn hopper_k_loop__BM_64__BN_32__BK_16__split(
   }
 }
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "hopper_k_loop"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

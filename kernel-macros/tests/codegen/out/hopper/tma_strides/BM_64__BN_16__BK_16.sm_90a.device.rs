@@ -3,6 +3,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "tma_strides"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -4947,6 +4948,7 @@ pub unsafe extern "ptx-kernel" fn tma_strides__BM_64__BN_16__BK_16(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "tma_strides"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

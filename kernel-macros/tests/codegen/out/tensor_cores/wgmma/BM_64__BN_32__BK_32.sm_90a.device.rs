@@ -3,6 +3,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "wgmma"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -1189,6 +1190,7 @@ pub unsafe extern "ptx-kernel" fn wgmma__BM_64__BN_32__BK_32(
     ::kernel_std::__private::device::bar_sync();
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "wgmma"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

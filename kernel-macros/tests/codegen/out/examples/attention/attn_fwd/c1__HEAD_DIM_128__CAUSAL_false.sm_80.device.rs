@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(not(target_feature = "sm_90a"))]
+#[cfg(any(not(kernel_only), kernel_only = "attn_fwd"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -4688,6 +4689,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "attn_fwd"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(not(target_feature = "sm_90a"))]
+#[cfg(any(not(kernel_only), kernel_only = "batched_matmul_kernel"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -8428,6 +8429,7 @@ pub unsafe extern "ptx-kernel" fn batched_matmul_kernel__c1(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "batched_matmul_kernel"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

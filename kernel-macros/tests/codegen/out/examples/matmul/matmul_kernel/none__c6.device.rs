@@ -2,6 +2,7 @@
 // (43 of the kernel's 45 instances are not written here.)
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
+#[cfg(any(not(kernel_only), kernel_only = "matmul_kernel"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -13650,6 +13651,7 @@ pub unsafe extern "ptx-kernel" fn matmul_kernel__none__c6(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "matmul_kernel"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

@@ -3,6 +3,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(not(target_feature = "sm_90a"))]
+#[cfg(any(not(kernel_only), kernel_only = "matmul_i8_kernel"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -4748,6 +4749,7 @@ pub unsafe extern "ptx-kernel" fn matmul_i8_kernel__c1(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "matmul_i8_kernel"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "matmul_split_k_kernel"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -7137,6 +7138,7 @@ pub unsafe extern "ptx-kernel" fn matmul_split_k_kernel__BLOCK_SIZE_M_64__BLOCK_
     ::kernel_std::__private::device::bar_sync();
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "matmul_split_k_kernel"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(not(target_feature = "sm_90a"))]
+#[cfg(any(not(kernel_only), kernel_only = "fp8_dot"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -5164,6 +5165,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "fp8_dot"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

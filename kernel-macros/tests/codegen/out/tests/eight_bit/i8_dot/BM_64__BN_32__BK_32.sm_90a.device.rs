@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "i8_dot"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -4758,6 +4759,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_64__BN_32__BK_32(
     }
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "i8_dot"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]

@@ -2,6 +2,7 @@
 // Snapshot: KERNEL_BLESS=1 cargo test -p kernel-macros snapshots (or ./x bless).
 
 #[cfg(target_feature = "sm_90a")]
+#[cfg(any(not(kernel_only), kernel_only = "dot_reductions"))]
 #[no_mangle]
 #[allow(
   unused_mut,
@@ -1532,6 +1533,7 @@ pub unsafe extern "ptx-kernel" fn dot_reductions__c3(
     );
   }
 }
+#[cfg(any(not(kernel_only), kernel_only = "dot_reductions"))]
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
