@@ -75,8 +75,9 @@ impl DevGen<'_> {
         }
         // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
         // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
-        // `MIN`, and its pointer made odd) so that its address fails every alignment test
-        // (16, 8 or 4 bytes) and it takes the element-wise path.
+        // `MIN`, and its pointer made odd, which for bytes also lies outside the buffer) so
+        // that its address fails every alignment test (16, 8 or 4 bytes) or the bounds test,
+        // and it takes the element-wise path.
         let split = match &k.exprs[op.base].kind {
             ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
             _ => None,
@@ -430,6 +431,11 @@ impl DevGen<'_> {
                     let pi = self.ev(op.base, &at(i.clone()));
                     quote!((#pi as usize) == (__q0 as usize) + #i * #size)
                 });
+                // A chunk that is not contiguous gets an address no copy test passes: odd for
+                // elements of two bytes or more (the loop's offsets are whole elements, so it stays
+                // odd); for bytes, whose offsets may be odd, outside every buffer (the top bit set:
+                // the bounds test, which this base has no proof to skip, fails).
+                let mark = if size == 1 { quote!(__a | (1usize << 63)) } else { quote!(__a | 1) };
                 let chunks_code = (0..per_thread)
                     .map(|jc| {
                         guard(
@@ -437,7 +443,7 @@ impl DevGen<'_> {
                             quote! {
                                 let __f0: usize = __c * 8;
                                 let (__p0, __ct) = #ptrs;
-                                #pb[#jc] = if __ct { __p0 } else { __p0.map_addr(|__a| __a | 1) };
+                                #pb[#jc] = if __ct { __p0 } else { __p0.map_addr(|__a| #mark) };
                             },
                         )
                     })
