@@ -482,3 +482,18 @@ impl LaunchError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_entry_names_both_causes_and_the_fix() {
+        let e = LaunchError::MissingEntry { kernel: "softmax", entry: "softmax__B_64", path: PathBuf::from("target/ptx/sm_90a/examples.ptx") };
+        assert_eq!(
+            e.to_string(),
+            "the PTX target/ptx/sm_90a/examples.ptx has no entry `softmax__B_64` for kernel `softmax`: the PTX is stale, or was \
+             built for other kernels only (`build-ptx --kernel`, `KERNEL_BUILD_KERNELS`); rebuild it with `cargo xtask build-ptx`"
+        );
+    }
+}

@@ -309,6 +309,7 @@ fn stale_ptx_is_reported_by_entry() {
     println!("{msg}");
     assert!(matches!(err, LaunchError::MissingEntry { entry: "axpy__renamed", .. }), "{err:?}");
     assert!(msg.contains("has no entry `axpy__renamed` for kernel `axpy`: the PTX is stale"), "{msg}");
+    assert!(msg.contains("or was built for other kernels only (`build-ptx --kernel`, `KERNEL_BUILD_KERNELS`)"), "{msg}");
     assert!(msg.ends_with("rebuild it with `cargo xtask build-ptx`"), "{msg}");
 }
 

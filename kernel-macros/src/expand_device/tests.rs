@@ -532,12 +532,16 @@ fn only_loop<'a>(p: &'a DevicePlan<'_>) -> &'a Schedule {
 /// `MAX_OUTLINED_ACC_REGS` registers (ptxas spills around the call), and never in split entries.
 #[test]
 fn cold_paths_out_of_line_by_target_and_accumulator_size() {
-    let outlined = |bm: usize, bn: usize, warps: usize, target: Target| {
+    // (cold paths out of line, checked stores rolled) for BM x BN tiles on `warps` warps.
+    let flags = |bm: usize, bn: usize, warps: usize, target: Target| {
         let src = matmul(3, 32, "").replace("BM = 64, BN = 64", &format!("BM = {bm}, BN = {bn}")).replace("num_warps = 4", &format!("num_warps = {warps}"));
         let (_, inst) = expand("", &src);
         let (k, vals, warps, stages) = &inst[0];
-        plan_of(k, vals, *warps, *stages, target).outline_cold
+        let p = plan_of(k, vals, *warps, *stages, target);
+        (p.outline_cold, p.roll_cold_stores)
     };
+    let outlined = |bm, bn, warps, target| flags(bm, bn, warps, target).0;
+    let rolled = |bm, bn, warps, target| flags(bm, bn, warps, target).1;
     // 64x64 on 4 warps: 32 accumulator registers per thread on `mma.sync`.
     assert!(outlined(64, 64, 4, Target::Sm80));
     assert!(outlined(64, 64, 4, Target::Sm90a));
@@ -554,12 +558,6 @@ fn cold_paths_out_of_line_by_target_and_accumulator_size() {
     // Its checked stores still loop over their column pairs, as do those of every body but the
     // `mma.sync` ones over `MAX_OUTLINED_ACC_REGS` accumulator registers.
     assert!(split.roll_cold_stores);
-    let rolled = |bm: usize, bn: usize, warps: usize, target: Target| {
-        let src = matmul(3, 32, "").replace("BM = 64, BN = 64", &format!("BM = {bm}, BN = {bn}")).replace("num_warps = 4", &format!("num_warps = {warps}"));
-        let (_, inst) = expand("", &src);
-        let (k, vals, warps, stages) = &inst[0];
-        plan_of(k, vals, *warps, *stages, target).roll_cold_stores
-    };
     assert!(rolled(64, 64, 4, Target::Sm80) && rolled(128, 256, 8, Target::Sm90a));
     assert!(!rolled(128, 256, 8, Target::Sm80));
 }

@@ -111,9 +111,10 @@ fn a_wrong_stride_is_reported_not_read() {
     dev.synchronize().unwrap();
 }
 
-/// The same with only the last K tile past `b` (K = 160 claimed, 144 rows): in every config the
-/// earlier iterations are in bounds, so the GPU's K loop runs the version proven in bounds for
-/// all but its last iteration, whose copies must still be checked and reported.
+/// The same with only the last K tile past `b` (K = 160 claimed, 144 rows), in every config:
+/// the earlier iterations are in bounds and only the last one's copies reach past `b`; they are
+/// reported, not read (on the GPU the bounds proof before the K loop fails, so the loop takes
+/// its checked copies).
 #[test]
 fn a_wrong_stride_in_the_last_k_tile_is_reported_in_every_config() {
     let dev = test_device();

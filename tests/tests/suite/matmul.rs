@@ -155,8 +155,8 @@ fn every_autotune_config_on_rows_aligned_to_8_and_4_bytes() {
             let r = worst_ratio(&c.to_f64_vec(), &want, ATOL, RTOL);
             assert!(r <= 1.0, "pitches +{extra}, views from column {first}, config {cfg} ({}): worst error ratio {r}", kernels::matmul_kernel::CONFIGS[cfg]);
             let full = c_full.to_f64_vec();
-            let outside = (0..m * (n + extra)).filter(|f| !(first..first + n).contains(&(f % (n + extra))));
-            assert!(outside.clone().all(|f| full[f].is_nan()), "config {cfg} wrote outside the view");
+            let mut outside = (0..m * (n + extra)).filter(|f| !(first..first + n).contains(&(f % (n + extra))));
+            assert!(outside.all(|f| full[f].is_nan()), "config {cfg} wrote outside the view");
         }
     }
 }

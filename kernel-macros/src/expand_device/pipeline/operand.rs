@@ -208,7 +208,8 @@ impl DevGen<'_> {
         // One chunk's copy, when `test` holds: with `pieces` (the checked copies, whose `test`
         // leaves out the alignment), `cp.async` in the widest pieces the address allows (16, 8
         // or 4 bytes: rows whose length in bytes is not a multiple of 16 still bypass the
-        // registers; a chunk that is not contiguous has an odd address), else one 16-byte copy.
+        // registers; a chunk that is not contiguous has an address no piece accepts), else
+        // `copy`.
         // The chunks that fail are marked in `__slow` and copied element by element after the
         // others, by one loop over the marks: the element path is written once per operand
         // instead of once per chunk. (A thread with one chunk keeps it in place.) `so`: the
@@ -227,7 +228,7 @@ impl DevGen<'_> {
                         #scalar
                     }
                 };
-                let copy = if pieces {
+                let attempt = if pieces {
                     quote! {
                         if !(#test && #d::cp_async_pieces::<#chunk_bytes>(#d::smem_addr() + __so as u32, __g as *const u8)) {
                             #slow
@@ -248,7 +249,7 @@ impl DevGen<'_> {
                         let __f0: usize = #d::opaque_usize(__c * 8);
                         let __g: *mut #e = #d::ptr_add(#cp, #off);
                         let __so: usize = __dst + #so_jc;
-                        #copy
+                        #attempt
                     },
                 )
             });
