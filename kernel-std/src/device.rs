@@ -884,6 +884,94 @@ pub unsafe fn store_vec<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
     }
 }
 
+/// [`load_vec`] when `pred` holds, else `other`, without a branch: the access is a predicated
+/// `ld.global` (global addresses are their generic ones, as for `cp.async`). When `pred`
+/// holds the caller has checked what [`load_vec`] requires; else `p` is not read.
+#[inline(always)]
+pub unsafe fn load_vec_if<T: Copy, const N: usize>(p: *mut T, pred: bool, other: [T; N]) -> [T; N] {
+    let bytes = N * core::mem::size_of::<T>();
+    unsafe {
+        match bytes {
+            16 => {
+                let mut w: [u32; 4] = core::mem::transmute_copy(&other);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v4.b32 {{{a}, {b}, {d}, {e}}}, [{g}]; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
+                    a = inout(reg32) w[0], b = inout(reg32) w[1], d = inout(reg32) w[2], e = inout(reg32) w[3],
+                    options(nostack, readonly, preserves_flags),
+                );
+                core::mem::transmute_copy(&w)
+            }
+            8 => {
+                let mut w: [u32; 2] = core::mem::transmute_copy(&other);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v2.b32 {{{a}, {b}}}, [{g}]; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
+                    a = inout(reg32) w[0], b = inout(reg32) w[1],
+                    options(nostack, readonly, preserves_flags),
+                );
+                core::mem::transmute_copy(&w)
+            }
+            4 => {
+                let mut w: u32 = core::mem::transmute_copy(&other);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.b32 {a}, [{g}]; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = inout(reg32) w,
+                    options(nostack, readonly, preserves_flags),
+                );
+                core::mem::transmute_copy(&w)
+            }
+            _ => {
+                if pred {
+                    load_vec(p)
+                } else {
+                    other
+                }
+            }
+        }
+    }
+}
+
+/// [`store_vec`] when `pred` holds, without a branch (a predicated `st.global`); else nothing.
+#[inline(always)]
+pub unsafe fn store_vec_if<T: Copy, const N: usize>(p: *mut T, pred: bool, v: [T; N]) {
+    let bytes = N * core::mem::size_of::<T>();
+    unsafe {
+        match bytes {
+            16 => {
+                let w: [u32; 4] = core::mem::transmute_copy(&v);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v4.b32 [{g}], {{{a}, {b}, {d}, {e}}}; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
+                    a = in(reg32) w[0], b = in(reg32) w[1], d = in(reg32) w[2], e = in(reg32) w[3],
+                    options(nostack, preserves_flags),
+                );
+            }
+            8 => {
+                let w: [u32; 2] = core::mem::transmute_copy(&v);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v2.b32 [{g}], {{{a}, {b}}}; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = in(reg32) w[0], b = in(reg32) w[1],
+                    options(nostack, preserves_flags),
+                );
+            }
+            4 => {
+                let w: u32 = core::mem::transmute_copy(&v);
+                asm!(
+                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.b32 [{g}], {a}; }}",
+                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = in(reg32) w,
+                    options(nostack, preserves_flags),
+                );
+            }
+            _ => {
+                if pred {
+                    store_vec(p, v)
+                }
+            }
+        }
+    }
+}
+
 /// Reads one element (the caller has checked the mask).
 #[inline(always)]
 pub unsafe fn load<T: Copy>(p: *mut T) -> T {
@@ -1103,6 +1191,13 @@ pub fn widen_shared<T: WidenPair>(from: u32, to: u32) {
 /// `wgmma`: ptxas then serializes every `wgmma` of the calling entry.
 #[inline(never)]
 pub fn outline<F: FnOnce()>(f: F) {
+    f()
+}
+
+/// Calls `f` in place (the device lowering runs a `move` closure so, on copies of the arrays
+/// it captures).
+#[inline(always)]
+pub fn inline_call<R, F: FnOnce() -> R>(f: F) -> R {
     f()
 }
 

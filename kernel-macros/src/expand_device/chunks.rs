@@ -72,19 +72,41 @@ impl DevGen<'_> {
     /// (`moves` as in [`Self::along`]). `None` when the analysis cannot tell: the caller then
     /// tests the 8 elements one by one.
     pub(super) fn chunk_all(&self, e: ExprId, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
+        self.chunk_is(e, true, moves, at0, at7)
+    }
+
+    /// A boolean expression that is true only when the boolean block `e` is `want` at all
+    /// elements of the chunk ([`Self::chunk_all`] for `want`, "none of them" for `!want`).
+    fn chunk_is(&self, e: ExprId, want: bool, moves: bool, at0: &At, at7: &At) -> Option<TokenStream> {
         let k = self.k;
         let d = &self.d;
         if self.along(e, moves) == Along::Const {
             let at = if self.shapes[e].is_empty() { At::Own } else { at0.clone() };
-            return Some(self.ev(e, &at));
+            let v = self.ev(e, &at);
+            return Some(if want { v } else { quote!((!#v)) });
         }
+        let sub = |c: ExprId| self.chunk_is(c, want, self.child_moves(e, c, moves), &self.sub_at(e, c, at0), &self.sub_at(e, c, at7));
         match &k.exprs[e].kind {
             ExprKind::Binary(BinOp::And, a, b) if k.exprs[e].ty.dtype() == Some(DType::Bool) => {
-                let x = self.chunk_all(*a, self.child_moves(e, *a, moves), &self.sub_at(e, *a, at0), &self.sub_at(e, *a, at7))?;
-                let y = self.chunk_all(*b, self.child_moves(e, *b, moves), &self.sub_at(e, *b, at0), &self.sub_at(e, *b, at7))?;
-                Some(quote!((#x && #y)))
+                // All of `a && b`: all of both; none of it: none of one of them.
+                let (x, y) = (sub(*a), sub(*b));
+                match (want, x, y) {
+                    (true, Some(x), Some(y)) => Some(quote!((#x && #y))),
+                    (false, Some(x), Some(y)) => Some(quote!((#x || #y))),
+                    (false, Some(x), None) | (false, None, Some(x)) => Some(x),
+                    _ => None,
+                }
             }
             ExprKind::Binary(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+                // None of `x < c`: all of `x >= c`, and so on.
+                let op = match (want, op) {
+                    (true, op) => *op,
+                    (false, BinOp::Lt) => BinOp::Ge,
+                    (false, BinOp::Le) => BinOp::Gt,
+                    (false, BinOp::Gt) => BinOp::Le,
+                    (false, _) => BinOp::Lt,
+                };
+                let op = &op;
                 let (ma, mb) = (self.child_moves(e, *a, moves), self.child_moves(e, *b, moves));
                 let t = self.elem(&k.exprs[*a].ty);
                 let num = quote!(<#t as #d::Num>);
@@ -118,13 +140,11 @@ impl DevGen<'_> {
                 }))
             }
             ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(init) => self.chunk_all(init, moves, at0, at7),
+                LocalKind::Pure(init) => self.chunk_is(init, want, moves, at0, at7),
                 _ => None,
             },
-            ExprKind::ExpandDims(x, _) => self.chunk_all(*x, moves, at0, at7),
-            ExprKind::BroadcastTo(x) => {
-                self.chunk_all(*x, self.child_moves(e, *x, moves), &self.sub_at(e, *x, at0), &self.sub_at(e, *x, at7))
-            }
+            ExprKind::ExpandDims(x, _) => self.chunk_is(*x, want, moves, at0, at7),
+            ExprKind::BroadcastTo(x) => sub(*x),
             _ => None,
         }
     }
@@ -133,11 +153,16 @@ impl DevGen<'_> {
     /// true only when all `len` elements from flat index `f0` of the load are unmasked (a
     /// chunk lies within one row of the load).
     pub(super) fn load_chunk_all(&self, load: ExprId, mask: ExprId, f0: &TokenStream, len: usize) -> Option<TokenStream> {
+        self.load_chunk_is(load, mask, true, f0, len)
+    }
+
+    /// [`Self::load_chunk_all`] for `want`: true only when the mask is `want` on the whole chunk.
+    pub(super) fn load_chunk_is(&self, load: ExprId, mask: ExprId, want: bool, f0: &TokenStream, len: usize) -> Option<TokenStream> {
         let moves = self.child_moves(load, mask, true);
         let last = len - 1;
         let at0 = self.sub_at(load, mask, &At::Flat(quote!((#f0))));
         let at7 = self.sub_at(load, mask, &At::Flat(quote!((#f0 + #last))));
-        self.chunk_all(mask, moves, &at0, &at7)
+        self.chunk_is(mask, want, moves, &at0, &at7)
     }
 
     /// The increment of the integer or pointer block `e` from one element of a row (its

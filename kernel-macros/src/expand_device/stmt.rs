@@ -135,7 +135,7 @@ impl DevGen<'_> {
                             return quote!(#decl #pairs);
                         }
                         let body = if layout == Layout::Cyclic && self.vec_width(numel) > 1 {
-                            self.phase_chunks(numel, &[*value], elem, quote!(), quote!())
+                            self.phase_chunks(numel, &[*value], elem, quote!(), quote!(), Some(id.clone()))
                         } else {
                             self.phase_in(numel, layout, elem)
                         };

@@ -134,7 +134,8 @@ fn swizzle_spreads_the_rows_of_an_ldmatrix_over_all_banks() {
 }
 
 /// The chunk analysis of every masked load of the first instance of `src`, in program order.
-fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
+/// `f(generator, load, mask)` for each masked load of `src`'s first instance (sm_80 plan).
+fn masked_loads<T>(src: &str, f: impl Fn(&DevGen, ExprId, ExprId) -> T) -> Vec<T> {
     let (_, inst) = expand("BLOCK = [64]", src);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
@@ -143,13 +144,17 @@ fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
         .iter()
         .enumerate()
         .filter_map(|(id, e)| match e.kind {
-            ExprKind::Load { mask: Some(m), .. } => {
-                let moves = g.shapes[m].last() == g.shapes[id].last();
-                Some((g.along(m, moves), g.load_chunk_all(id, m, &quote!(__f0), 8).is_some()))
-            }
+            ExprKind::Load { mask: Some(m), .. } => Some(f(&g, id, m)),
             _ => None,
         })
         .collect()
+}
+
+fn mask_analysis(src: &str) -> Vec<(Along, bool)> {
+    masked_loads(src, |g, id, m| {
+        let moves = g.shapes[m].last() == g.shapes[id].last();
+        (g.along(m, moves), g.load_chunk_all(id, m, &quote!(__f0), 8).is_some())
+    })
 }
 
 #[test]
@@ -717,4 +722,83 @@ fn device_items_are_kept_by_the_kernel_filter() {
     let items = out.matches("# [no_mangle]").count();
     assert!(items >= 3, "{out}");
     assert_eq!(out.matches(&format!("{filter} # [no_mangle]")).count(), items, "every device item carries the filter");
+}
+
+/// For each masked load of `src`'s first instance: whether the analysis finds a test that the
+/// mask is false on a whole chunk from its ends.
+fn masked_out_analysis(src: &str) -> Vec<bool> {
+    masked_loads(src, |g, id, m| g.load_chunk_is(id, m, false, &quote!(__f0), 8).is_some())
+}
+
+#[test]
+fn chunk_masks_are_tested_masked_out_at_their_ends_when_monotone() {
+    let got = masked_out_analysis(
+        r#"fn k<const BLOCK: i32>(x: Ptr<f32>, y: Ptr<f32>, n: i32) {
+            let rows = arange(0, BLOCK);
+            let cols = program_id(0) * BLOCK + arange(0, BLOCK);
+            let a = load(x + rows.as_col() * n + cols.as_row(), cols.as_row() < n, 0.0);
+            let b = load(x + rows.as_col() * n + cols.as_row(), rows.as_col() < n, 0.0);
+            let c = load(x + rows.as_col() * n + cols.as_row(), (rows.as_col() < n) & (cols.as_row() % 3 == 0), 0.0);
+            let d = load(x + rows.as_col() * n + cols.as_row(), cols.as_row() % 3 == 0, 0.0);
+            store(y + rows.as_col() * n + cols.as_row(), a + b + c + d);
+        }"#,
+    );
+    // a: the first column past the end; b: constant along a row; c: one side of the `&` is
+    // enough; d: not monotone.
+    assert_eq!(got, vec![true, true, true, false]);
+    // "None of `cols < n`" is "the first column is at least `n`", with no wrap along the chunk.
+    let src = "fn k<const BLOCK: i32>(x: Ptr<f32>, y: Ptr<f32>, n: i32) { let i = arange(0, BLOCK); store(y + i, load(x + i, i < n, 0.0)); }";
+    let tests = masked_loads(src, |g, id, m| [false, true].map(|want| g.load_chunk_is(id, m, want, &quote!(__f0), 8).unwrap().to_string()));
+    let [none, all] = &tests[0];
+    assert!(none.contains("Num > :: ge (") && !none.contains(":: lt ("), "{none}");
+    assert!(all.contains(":: lt (") && all.matches(":: ge (").count() == 1, "{all}");
+}
+
+/// The body of the plain entry (first instance, every target) of `src`.
+fn device_code(attr: &str, src: &str) -> String {
+    let (out, _) = expand(attr, src);
+    out
+}
+
+#[test]
+fn elementwise_phases_of_several_chunks_are_split() {
+    let add = "fn add<const BLOCK: i32>(x: Ptr<f16>, y: Ptr<f16>, z: Ptr<f16>, n: i32) {
+        let i = program_id(0) * BLOCK + arange(0, BLOCK);
+        store(z + i, load(x + i, i < n, 0.0) + load(y + i, i < n, 0.0), i < n);
+    }";
+    // 4 warps: 1024 elements are 8 per thread (one chunk of 8 f16), 4096 are four chunks.
+    let one = device_code("BLOCK = [1024], num_warps = 4", add);
+    let four = device_code("BLOCK = [4096], num_warps = 4", add);
+    let split = "let __vfast : bool = { let mut __ok : bool = true ;";
+    assert!(!one.contains("__vfast"), "one chunk: the tests stay in the chunk code");
+    assert_eq!(four.matches(split).count(), 1, "one phase: the store with its two loads");
+    // The fast copy: predicated vector accesses; the checked copy: loops with scalar accesses.
+    assert!(four.contains("load_vec_if :: <") && four.contains("store_vec_if :: <"));
+    assert!(four.contains("inline_call (# [inline (always)] move ||"));
+    // A pointer block read from registers is not tested ahead of the element code.
+    let gathered = "fn g<const BLOCK: i32>(x: Ptr<f16>, idx: Ptr<i32>, z: Ptr<f16>) {
+        let i = arange(0, BLOCK);
+        let j = load(idx + i);
+        store(z + i, load(x + j));
+    }";
+    let g = device_code("BLOCK = [4096], num_warps = 4", gathered);
+    assert_eq!(g.matches(split).count(), 1, "only the load of the indices (the store reads a gathered load)");
+}
+
+#[test]
+fn widened_single_use_loads_are_read_at_their_use_in_blocks_of_several_chunks() {
+    let src = "fn scale<const BLOCK: i32>(x: Ptr<f16>, w: Ptr<f16>, y: Ptr<f16>) {
+        let i = arange(0, BLOCK);
+        let a = load(x + i).to::<f32>();
+        let b = load(w + i).to::<f32>();
+        store(y + i, (a * b).to::<f16>());
+    }";
+    let kinds = |attr: &str| {
+        let (_, inst) = expand(attr, src);
+        let (k, vals, warps, stages) = &inst[0];
+        let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+        ["a", "b"].map(|n| p.kinds[k.locals.iter().position(|l| l.name == n).unwrap()].clone())
+    };
+    assert!(kinds("BLOCK = [4096], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Inline(_))));
+    assert!(kinds("BLOCK = [1024], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Materialized)));
 }

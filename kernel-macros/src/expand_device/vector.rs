@@ -7,6 +7,16 @@
 
 use super::*;
 
+/// What a chunked phase in the cyclic layout writes, for [`DevGen::split_phase`].
+pub(super) struct PhaseOut {
+    /// The per-thread array the phase assigns (a block `let` or assignment).
+    dest: Option<Ident>,
+    /// The test that the phase's store can write the chunk at `__f0` with one vector access.
+    store_test: Option<TokenStream>,
+    /// The store's chunk code in a split phase (`__vfast` selects the unchecked access).
+    store_after: Option<TokenStream>,
+}
+
 impl DevGen<'_> {
     /// Loads that the statement rooted at `e` evaluates at the phase's own element (same flat
     /// index), which may therefore be read for the whole chunk at once.
@@ -46,15 +56,18 @@ impl DevGen<'_> {
     }
 
     /// A phase over a cyclic block of `numel` elements (`vec_width > 1`) whose element code
-    /// `body` reads the loads below `roots` from chunk registers. `decls` open each chunk,
-    /// `after` closes it (a vectorized store).
-    pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream) -> TokenStream {
-        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false)
+    /// `body` reads the loads below `roots` from chunk registers and writes the per-thread array
+    /// `dest` (if any). `decls` open each chunk, `after` closes it (a vectorized store).
+    pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, dest: Option<Ident>) -> TokenStream {
+        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None }))
     }
 
     /// [`Self::phase_chunks`] in `layout`: in the `mma` layout a chunk is the pair of adjacent
-    /// columns a thread holds in each 16x8 tile.
-    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl FnOnce(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool) -> TokenStream {
+    /// columns a thread holds in each 16x8 tile, and `rolled` runs them as a loop. `out`
+    /// (cyclic layout only): what the phase writes, for [`Self::split_phase`]; `None` keeps
+    /// every test in the chunk code.
+    #[allow(clippy::too_many_arguments)]
+    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool, out: Option<PhaseOut>) -> TokenStream {
         let v = self.chunk_len(numel, layout);
         let mut loads = Vec::new();
         for r in roots {
@@ -66,40 +79,44 @@ impl DevGen<'_> {
             loads.clear();
         }
         let scope = self.enter_iteration(numel, layout);
+        let split = out.as_ref().and_then(|o| self.split_test(numel, &loads, o));
         let mut load_code = Vec::new();
         let mut names = HashMap::new();
         let mut load_names = Vec::new();
         for l in &loads {
             let name = self.fresh("ld");
-            load_code.push(self.chunk_load(*l, v, &name));
+            load_code.push(self.chunk_load(*l, v, &name, split.is_some()));
             names.insert(*l, name.clone());
             load_names.push(name);
         }
         let saved_pre = self.prefetched.replace(names);
         let b = body(self);
+        // Split, the phase's checked copy reads its loads element by element.
+        self.prefetched.replace(HashMap::new());
+        let b_scalar = split.as_ref().map(|_| body(self));
         self.prefetched.replace(saved_pre);
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
         let threads = self.threads;
-        if let (Layout::Mma { .. }, true) = (layout, rolled) {
-            let pairs = self.slots(numel, layout) / 2;
-            let f = Self::mma_flat_at(layout, &quote!(__j));
-            let d = &self.d;
-            let copies = (0..2usize).map(|i| quote!({ let __v: usize = #i; let __j: usize = 2 * __p + #i; let __f: usize = #f; #b }));
-            return quote! {
-                #pre
-                let __np: usize = #d::opaque_usize(#pairs);
-                let mut __p: usize = 0;
-                while __p < __np {
-                    #decls
-                    #(#copies)*
-                    #after
-                    __p += 1;
-                }
-                #post
-            };
-        }
         if let Layout::Mma { .. } = layout {
+            let d = &self.d;
+            if rolled {
+                let pairs = self.slots(numel, layout) / 2;
+                let f = Self::mma_flat_at(layout, &quote!(__j));
+                let copies = (0..2usize).map(|i| quote!({ let __v: usize = #i; let __j: usize = 2 * __p + #i; let __f: usize = #f; #b }));
+                return quote! {
+                    #pre
+                    let __np: usize = #d::opaque_usize(#pairs);
+                    let mut __p: usize = 0;
+                    while __p < __np {
+                        #decls
+                        #(#copies)*
+                        #after
+                        __p += 1;
+                    }
+                    #post
+                };
+            }
             let pairs = (0..self.slots(numel, layout) / 2).map(|p| {
                 let copies = (0..2).map(|i| {
                     let j = 2 * p + i;
@@ -116,31 +133,155 @@ impl DevGen<'_> {
         }
         let chunks = self.per_thread(numel) / v;
         let start = quote!(let __f0: usize = (__jc * #threads + __tid) * #v;);
+        let after = match (&split, out.as_ref().and_then(|o| o.store_after.clone())) {
+            (Some(_), Some(split_after)) => split_after,
+            _ => after,
+        };
         let copies = self.unrolled(v, quote!(__v), quote!(let __j: usize = __jc * #v + __v; let __f: usize = __f0 + __v; #b));
-        if !(self.unroll_slots && !loads.is_empty()) {
-            let chunk = self.slot_loop(chunks, quote!(__jc), quote!(#start #decls #(#load_code)* #copies #after));
-            return quote!(#pre #chunk #post);
-        }
-        // Every chunk's loads first, then the element code: all of the thread's loads are in
-        // flight at once (each chunk's test-and-load is a branch, so the code of one chunk
-        // between them would wait for each load in turn).
-        let k = self.k;
-        let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
-        let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
-        let issue = self.unrolled(chunks, quote!(__jc), quote!(#start #(#load_code)* #(#all[__jc] = #load_names;)*));
-        let compute = self.unrolled(chunks, quote!(__jc), quote! {
-            #start
-            #decls
-            #(let #load_names: [#tys; #v] = #all[__jc];)*
-            #copies
-            #after
-        });
+        let code = if !(self.unroll_slots && !loads.is_empty()) {
+            self.slot_loop(chunks, quote!(__jc), quote!(#start #decls #(#load_code)* #copies #after))
+        } else {
+            // Every chunk's loads first, then the element code: all of the thread's loads are in
+            // flight at once (each chunk's test-and-load is a branch, so the code of one chunk
+            // between them would wait for each load in turn).
+            let k = self.k;
+            let all: Vec<Ident> = load_names.iter().map(|n| format_ident!("{}_all", n)).collect();
+            let tys: Vec<TokenStream> = loads.iter().map(|l| self.elem(&k.exprs[*l].ty)).collect();
+            let issue = self.unrolled(chunks, quote!(__jc), quote!(#start #(#load_code)* #(#all[__jc] = #load_names;)*));
+            let compute = self.unrolled(chunks, quote!(__jc), quote! {
+                #start
+                #decls
+                #(let #load_names: [#tys; #v] = #all[__jc];)*
+                #copies
+                #after
+            });
+            quote! {
+                #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
+                #issue
+                #compute
+            }
+        };
+        let code = match (split, out) {
+            (Some(test), Some(o)) => {
+                let slow = self.checked_copy(chunks, v, &start, &decls, &b_scalar.unwrap_or_default(), &after);
+                self.split_phase(chunks, threads, v, &test, code, slow, o.dest.as_ref())
+            }
+            _ => code,
+        };
+        quote!(#pre #code #post)
+    }
+
+    /// A split phase's checked copy: loops over the chunks and their elements (unrolled, the
+    /// element-by-element paths took several times the registers of the vector code), reading
+    /// the loads element by element (`body`) and writing the chunk of the store (`after`).
+    fn checked_copy(&self, chunks: usize, v: usize, start: &TokenStream, decls: &TokenStream, body: &TokenStream, after: &TokenStream) -> TokenStream {
+        let d = &self.d;
         quote! {
-            #pre
-            #(let mut #all: [[#tys; #v]; #chunks] = unsafe { ::core::mem::zeroed() };)*
-            #issue
-            #compute
-            #post
+            let __nc: usize = #d::opaque_usize(#chunks);
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+                #start
+                #decls
+                for __v in 0..#d::opaque_usize(#v) {
+                    let __j: usize = __jc * #v + __v;
+                    let __f: usize = __f0 + __v;
+                    #body
+                }
+                #after
+                __jc += 1;
+            }
+        }
+    }
+
+    /// The test, for the chunk at `__f0`, that every access of a phase (its chunk-read `loads`
+    /// and the store of `out`) can go by one vector access: `Some` when the phase may be split
+    /// ([`Self::may_split`], [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`]
+    /// chunk accesses, and each access has a test reading no per-thread array (evaluated ahead
+    /// of the element code, such a read would go through shared memory). A chunk passes when it
+    /// can go by one vector access or is masked out entirely.
+    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut) -> Option<TokenStream> {
+        let k = self.k;
+        let v = self.vec_width(numel);
+        let accesses = loads.len() + out.store_test.is_some() as usize;
+        if !self.may_split(numel) || (self.per_thread(numel) / v) * accesses < plan::MIN_SPLIT_ACCESSES {
+            return None;
+        }
+        let mut tests = Vec::new();
+        for l in loads {
+            let ExprKind::Load { ptr, mask, .. } = k.exprs[*l].kind else { return None };
+            if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
+                return None;
+            }
+            let ptrs = (0..v).map(|i| {
+                let qi = format_ident!("__q{}", i);
+                let p = self.operand(*l, ptr, &At::Flat(quote!((__f0 + #i))));
+                quote!(let #qi = #p;)
+            });
+            let test = self.chunk_test(*l, v)?;
+            let out = self.chunk_masked_out(*l, mask, v);
+            tests.push(quote!(({ #(#ptrs)* (#test) } | #out)));
+        }
+        tests.extend(out.store_test.clone());
+        Some(quote!(#(#tests)&*))
+    }
+
+    /// Whether a phase over `numel` elements in the cyclic layout may be split, before looking
+    /// at its accesses ([`Self::split_test`]): its slots are unrolled, the plan lets cold paths
+    /// leave the hot code (`outline_cold`), the kernel has no `dot` (there the accumulators and
+    /// the operand stagings hold the registers; a split prologue made `mma.sync` bodies spill),
+    /// and a thread holds at least [`plan::MIN_SPLIT_CHUNKS`] chunks.
+    fn may_split(&self, numel: usize) -> bool {
+        let v = self.vec_width(numel);
+        self.unroll_slots && self.outline_cold && self.dots.is_empty() && v >= 2 && self.per_thread(numel) / v >= plan::MIN_SPLIT_CHUNKS
+    }
+
+    /// Whether evaluating `e` reads a per-thread array (a materialized block or a temporary).
+    fn reads_arrays(&self, e: ExprId) -> bool {
+        if self.temps.borrow().contains_key(&e) {
+            return true;
+        }
+        match &self.k.exprs[e].kind {
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.reads_arrays(v),
+                LocalKind::Scalar => false,
+                _ => !self.shapes[e].is_empty(),
+            },
+            kind => kind.operands().into_iter().any(|c| self.reads_arrays(c)),
+        }
+    }
+
+    /// A phase split in two: `__vfast` is true when every chunk of the thread passes `test` (see
+    /// [`Self::split_test`]); then `code` runs with one predicated vector access per chunk and
+    /// access and no test (the chunk code's `if __vfast` branches fold); else `slow`, loops over the
+    /// chunks and their elements with the per-chunk tests and element-by-element accesses,
+    /// runs on a copy of `dest` (indexed by the loop counters, the copy lives in local memory,
+    /// `dest` itself stays in registers), which it returns.
+    #[allow(clippy::too_many_arguments)]
+    fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &TokenStream, code: TokenStream, slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
+        let d = &self.d;
+        // The chunks are tested in a loop (its trip count hidden from the optimizer): unrolled,
+        // ptxas computes every chunk's addresses at once, and the entry takes more registers.
+        let all = quote! {
+            let __nc: usize = #d::opaque_usize(#chunks);
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+                let __f0: usize = (__jc * #threads + __tid) * #v;
+                __ok = __ok & #test;
+                __jc += 1;
+            }
+        };
+        let slow = match dest {
+            Some(id) => quote!(#id = #d::inline_call(#[inline(always)] move || { let __vfast: bool = false; let mut #id = #id; #slow #id });),
+            None => quote!(#d::inline_call(#[inline(always)] move || { let __vfast: bool = false; #slow });),
+        };
+        quote! {
+            let __vfast: bool = { let mut __ok: bool = true; #all __ok };
+            if __vfast {
+                #code
+            } else {
+                ::core::hint::cold_path();
+                #slow
+            }
         }
     }
 
@@ -171,8 +312,10 @@ impl DevGen<'_> {
         }
     }
 
-    /// `let name: [E; v]` = the chunk of `load` starting at flat index `__f0`.
-    fn chunk_load(&self, load: ExprId, v: usize, name: &Ident) -> TokenStream {
+    /// `let name: [E; v]` = the chunk of `load` starting at flat index `__f0`: one vector access
+    /// when [`Self::chunk_test`] holds (or the phase's `__vfast` says every chunk passed it), else
+    /// element by element.
+    fn chunk_load(&self, load: ExprId, v: usize, name: &Ident, split: bool) -> TokenStream {
         let k = self.k;
         let d = &self.d;
         let ExprKind::Load { ptr, mask, other } = k.exprs[load].kind else { return quote!() };
@@ -195,33 +338,82 @@ impl DevGen<'_> {
             let ok = self.in_bounds_code(ptr, &quote!(#qi), span);
             quote!(if #m && #ok { #d::load(#qi) } else { #o })
         });
-        let fits = self.fits_code(ptr, &quote!(__q0), v);
-        let Some(bytes) = self.vector_bytes(&ty.elem, v) else {
+        let Some(test) = self.chunk_test(load, v) else {
             return quote! {
                 let #name: [#e; #v] = { #(let #q: *mut #e = #ptrs;)* [#(#scalar),*] };
             };
         };
-        // The mask holds on the whole chunk: tested at its ends when the analysis allows
-        // (the chunk lies in one row), else element by element.
-        let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
-        let all = match mask {
-            None => quote!(true),
-            Some(m) => in_row.then(|| self.load_chunk_all(load, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| quote!((true #(&& #masks)*))),
+        if !split {
+            return quote! {
+                let #name: [#e; #v] = {
+                    #(let #q: *mut #e = #ptrs;)*
+                    if #test {
+                        #d::load_vec::<#e, #v>(__q0)
+                    } else {
+                        [#(#scalar),*]
+                    }
+                };
+            };
+        }
+        // In a split phase's fast copy (`__vfast`) the chunk is known to be whole and unmasked or
+        // all masked out: its first element's mask tells which.
+        let fast = match mask {
+            Some(_) => {
+                let m0 = &masks[0];
+                quote!(#d::load_vec_if::<#e, #v>(__q0, #m0, [#(#others),*]))
+            }
+            None => quote!(#d::load_vec::<#e, #v>(__q0)),
         };
-        let size = elem_size(&ty.elem);
-        let at0 = self.sub_at(load, ptr, &At::Flat(quote!((__f0))));
-        let step = in_row.then(|| self.col_step(ptr, self.child_moves(load, ptr, true), &at0)).flatten();
-        let contiguous = Self::chunk_contiguous(step, &q.iter().map(|qi| quote!(#qi)).collect::<Vec<_>>(), size);
         quote! {
             let #name: [#e; #v] = {
                 #(let #q: *mut #e = #ptrs;)*
-                if #all && (__q0 as usize) % #bytes == 0 #contiguous && #fits {
+                if __vfast {
+                    #fast
+                } else if #test {
                     #d::load_vec::<#e, #v>(__q0)
                 } else {
                     [#(#scalar),*]
                 }
             };
         }
+    }
+
+    /// Whether the mask of `load` is false on the whole chunk from flat index `__f0` (`false`
+    /// when it has none).
+    fn chunk_masked_out(&self, load: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
+        let Some(m) = mask else { return quote!(false) };
+        let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
+        in_row.then(|| self.load_chunk_is(load, m, false, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
+            let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
+            quote!((!(false #(|| #masks)*)))
+        })
+    }
+
+    /// Whether the chunk of `load` from flat index `__f0` (its pointers bound to `__q0` ..
+    /// `__q{v-1}`) can be read with one vector access: contiguous, aligned to the access, inside
+    /// its buffer and unmasked. `None` when no vector access reads `v` such elements.
+    fn chunk_test(&self, load: ExprId, v: usize) -> Option<TokenStream> {
+        let k = self.k;
+        let ExprKind::Load { ptr, mask, .. } = k.exprs[load].kind else { return None };
+        let ty = &k.exprs[load].ty;
+        let bytes = self.vector_bytes(&ty.elem, v)?;
+        // The mask holds on the whole chunk: tested at its ends when the analysis allows
+        // (the chunk lies in one row), else element by element.
+        let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
+        let all = match mask {
+            None => quote!(true),
+            Some(m) => in_row.then(|| self.load_chunk_all(load, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
+                let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
+                quote!((true #(&& #masks)*))
+            }),
+        };
+        let size = elem_size(&ty.elem);
+        let at0 = self.sub_at(load, ptr, &At::Flat(quote!((__f0))));
+        let step = in_row.then(|| self.col_step(ptr, self.child_moves(load, ptr, true), &at0)).flatten();
+        let q: Vec<TokenStream> = (0..v).map(|i| { let qi = format_ident!("__q{}", i); quote!(#qi) }).collect();
+        let contiguous = Self::chunk_contiguous(step, &q, size);
+        let fits = self.fits_code(ptr, &quote!(__q0), v);
+        Some(quote!(#all && (__q0 as usize) % #bytes == 0 #contiguous && #fits))
     }
 
     /// A store of a block of `numel` elements in chunks (cyclic with `vec_width > 1`, or the
@@ -260,8 +452,8 @@ impl DevGen<'_> {
         let oks = idx.iter().map(|i| self.in_bounds_code(ptr, &quote!(__sp[#i]), span));
         let scalar = quote!(#(if __sm[#idx] && #oks { #d::store(__sp[#idx], __sv[#idx]); })*);
         let fits = self.fits_code(ptr, &quote!(__sp[0]), v);
-        let after = match self.vector_bytes(&ty.elem, v) {
-            None => scalar,
+        let (after, split_after) = match self.vector_bytes(&ty.elem, v) {
+            None => (scalar, None),
             Some(bytes) => {
                 let size = elem_size(&ty.elem);
                 // In the cyclic layout a chunk starts at `__f0` and lies in one row.
@@ -269,17 +461,25 @@ impl DevGen<'_> {
                 let step = in_row.then(|| self.col_step(ptr, true, &At::Flat(quote!((__f0))))).flatten();
                 let q: Vec<TokenStream> = idx.iter().map(|i| if *i == 0 { quote!(__sp[0]) } else { quote!(__sp[#i]) }).collect();
                 let contiguous = Self::chunk_contiguous(step, &q, size);
-                quote! {
+                let checked = quote! {
                     if true #(&& __sm[#idx])* && (__sp[0] as usize) % #bytes == 0 #contiguous && #fits {
                         #d::store_vec::<#e, #v>(__sp[0], __sv);
                     } else {
                         #scalar
                     }
-                }
+                };
+                // In a split phase's fast copy the chunk is whole and unmasked or all masked out.
+                let split = quote!(if __vfast { #d::store_vec_if::<#e, #v>(__sp[0], __sm[0], __sv); } else { #checked });
+                (checked, Some(split))
             }
         };
+        let out = (layout == Layout::Cyclic).then(|| PhaseOut {
+            dest: None,
+            store_test: split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_chunk_test(ptr, value, mask, v)),
+            store_after: split_after,
+        });
         let cursor = self.cursor.get();
-        let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false);
+        let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);
         // (Generated again rolled below only when the first generation staged nothing in shared memory.)
         let staged_nothing = self.cursor.get() == cursor;
         match self.mma_store_fast(numel, layout, ptr, value, mask) {
@@ -291,7 +491,7 @@ impl DevGen<'_> {
                 // would go to local memory). Out of line, the closure is a function of its own;
                 // else it is called in place.
                 let slow = if staged_nothing && self.roll_cold_stores {
-                    let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true);
+                    let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true, None);
                     if self.outline_cold {
                         quote!(#d::outline(move || { #rolled });)
                     } else {
@@ -307,6 +507,34 @@ impl DevGen<'_> {
             }
             None => slow,
         }
+    }
+
+    /// The test that the chunk from flat index `__f0` of a store in the cyclic layout can be
+    /// written with one vector access (as the chunk code tests it from the values it computed):
+    /// contiguous, aligned, inside the buffer and unmasked. `None` when no vector access
+    /// writes such a chunk or the pointers or mask read a per-thread array.
+    fn store_chunk_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> Option<TokenStream> {
+        let ty = &self.k.exprs[value].ty;
+        let bytes = self.vector_bytes(&ty.elem, v)?;
+        if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
+            return None;
+        }
+        let at = |i: usize| At::Flat(quote!((__f0 + #i)));
+        let q: Vec<Ident> = (0..v).map(|i| format_ident!("__s{}", i)).collect();
+        let ptrs: Vec<TokenStream> = (0..v).map(|i| self.ev(ptr, &at(i))).collect();
+        let in_row = self.shapes[ptr].last().is_some_and(|n| n % v == 0);
+        let all = match mask {
+            None => quote!(true),
+            Some(m) => in_row.then(|| self.load_chunk_all(ptr, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
+                let masks = (0..v).map(|i| self.operand(ptr, m, &at(i)));
+                quote!((true #(&& #masks)*))
+            }),
+        };
+        let step = in_row.then(|| self.col_step(ptr, true, &At::Flat(quote!((__f0))))).flatten();
+        let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), elem_size(&ty.elem));
+        let fits = self.fits_code(ptr, &quote!(__s0), v);
+        let out = self.chunk_masked_out(ptr, mask, v);
+        Some(quote!(({ #(let #q = #ptrs;)* (#all && (__s0 as usize) % #bytes == 0 #contiguous && #fits) } | #out)))
     }
 
     /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds

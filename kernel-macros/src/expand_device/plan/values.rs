@@ -59,21 +59,33 @@ impl DevicePlan<'_> {
         kinds
     }
 
-    /// Immutable block locals defined by a `load`, referenced exactly once, by a `let`,
+    /// Immutable block locals defined by a `load` (or, in blocks of several chunks per thread of
+    /// a kernel without `dot`, a conversion of one: read at its use, where its phase is split,
+    /// the value takes the registers of the loaded one until then), referenced exactly once, by a `let`,
     /// assignment or store that follows their definition with only `let`s in between.
     /// `uses`: how many expressions read each local.
     pub(crate) fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
         let mut out = Vec::new();
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, out: &mut Vec<LocalId>) {
+        let has_dots = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
+        let is_load = |v: ExprId| match &k.exprs[v].kind {
+            ExprKind::Load { .. } => true,
+            ExprKind::Cast(_) => !has_dots && is_cast_load(k, v) && {
+                let n: usize = self.shapes[v].iter().product();
+                self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
+            },
+            _ => false,
+        };
+        #[allow(clippy::too_many_arguments)]
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
                 for b in s.bodies() {
-                    scan(k, b, uses, lets, assigns, out);
+                    scan(k, b, uses, lets, assigns, is_load, out);
                 }
                 match s {
                     Stmt::Let { local, value } => {
                         let l = *local;
-                        let is_load = matches!(k.exprs[*value].kind, ExprKind::Load { .. });
+                        let is_load = is_load(*value);
                         if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
                             continue;
                         }
@@ -100,7 +112,7 @@ impl DevicePlan<'_> {
                 }
             }
         }
-        scan(k, &k.body, uses, lets, assigns, &mut out);
+        scan(k, &k.body, uses, lets, assigns, &is_load, &mut out);
         out
     }
 
@@ -194,5 +206,14 @@ impl DevicePlan<'_> {
     /// The pointer parameter the pointer block `ptr` is computed from.
     pub(crate) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
         self.root_with(ptr, &self.ptr_roots, usize::MAX)
+    }
+}
+
+/// Whether `e` is a `load`, or a conversion (`.to::<T>()`) of one.
+fn is_cast_load(k: &Kernel, e: ExprId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Load { .. } => true,
+        ExprKind::Cast(x) => is_cast_load(k, *x),
+        _ => false,
     }
 }

@@ -71,160 +71,299 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       __p_group_size_m,
     );
     let mut dy_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            dy_row_4,
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            dy_row_4,
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            dy_row_4,
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            dy_row_4,
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          if {
-            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c3 = __p_N;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x2,
-                __c3,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_dy_ptr,
-              __len_dy_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_dy_ptr,
-                  __len_dy_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            ({
+              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c2 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
                 )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_dy_ptr,
-                  __len_dy_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_dy_ptr,
-                  __len_dy_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_dy_ptr,
-                  __len_dy_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-            ]
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_dy_ptr,
+                __len_dy_ptr,
+                4usize,
+              ))
           }
-        };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            dy_12[__j] = __ld0[__v];
-          },
-        );
-      },
-    );
+            | {
+              let __x3 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x4 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c5 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld6_all: [[f32; 4usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld6: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              dy_row_4,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                ),
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                ],
+              )
+            } else if {
+              let __x7 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c9 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x8,
+                  __c9,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_dy_ptr,
+                __len_dy_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+              ]
+            }
+          };
+          __ld6_all[__jc] = __ld6;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              dy_12[__j] = __ld6[__v];
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      dy_12 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut dy_12 = dy_12;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              dy_12[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  dy_row_4,
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_dy_ptr,
+                    __len_dy_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              };
+            }
+            __jc += 1;
+          }
+          dy_12
+        },
+      );
+    }
     let mut mean_14: f32 = {
       let __a = ::kernel_std::__private::device::ptr_add(__p_mean_ptr, row_0);
       if true
@@ -262,316 +401,611 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     };
     let mut xhat_16: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld4_all: [[f32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld4: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            x_row_3,
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            x_row_3,
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            x_row_3,
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            x_row_3,
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          if {
-            let __x5 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x6 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c7 = __p_N;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x6,
-                __c7,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_x_ptr,
-              __len_x_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  4u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-            ]
-          }
-        };
-        __ld4_all[__jc] = __ld4;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld4: [f32; 4usize] = __ld4_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                __ld4[__v],
-                mean_14,
-              ),
-              rstd_15,
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-          },
-        );
-      },
-    );
-    let mut wdy_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld8_all: [[f32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld8: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            __p_w_ptr,
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-          );
-          if {
-            let __x9 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x10 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c11 = __p_N;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x10, __x9)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            ({
+              let __x10 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x11 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c12 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x11,
                 __x10,
-                __c11,
               )
-          } && (__q0 as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_w_ptr,
-              __len_w_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_w_ptr,
-                  __len_w_ptr,
-                  __fault,
-                  __tag,
-                  5u32,
-                  ::core::line!(),
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x11,
+                  __c12,
                 )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_w_ptr,
-                  __len_w_ptr,
-                  __fault,
-                  __tag,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_w_ptr,
-                  __len_w_ptr,
-                  __fault,
-                  __tag,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_N,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_w_ptr,
-                  __len_w_ptr,
-                  __fault,
-                  __tag,
-                  5u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              ))
           }
-        };
-        __ld8_all[__jc] = __ld8;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld8: [f32; 4usize] = __ld8_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              __ld8[__v],
-              dy_12[__j],
+            | {
+              let __x13 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x14 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c15 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x14,
+                __x13,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x13,
+                  __c15,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld16_all: [[f32; 4usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld16: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-          },
-        );
-      },
-    );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              x_row_3,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                ),
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  ),
+                ],
+              )
+            } else if {
+              let __x17 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x18 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c19 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x18,
+                __x17,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x18,
+                  __c19,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    4u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                },
+              ]
+            }
+          };
+          __ld16_all[__jc] = __ld16;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld16: [f32; 4usize] = __ld16_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  __ld16[__v],
+                  mean_14,
+                ),
+                rstd_15,
+              );
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      xhat_16 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut xhat_16 = xhat_16;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      x_row_3,
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        4u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    }
+                  },
+                  mean_14,
+                ),
+                rstd_15,
+              );
+            }
+            __jc += 1;
+          }
+          xhat_16
+        },
+      );
+    }
+    let mut wdy_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            ({
+              let __x20 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x21 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c22 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x21,
+                __x20,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x21,
+                  __c22,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_w_ptr,
+                __len_w_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x23 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x24 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c25 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x24,
+                __x23,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x23,
+                  __c25,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld26_all: [[f32; 4usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld26: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              __p_w_ptr,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                ),
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
+            } else if {
+              let __x27 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c29 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x28,
+                __x27,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x28,
+                  __c29,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_w_ptr,
+                __len_w_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    __fault,
+                    __tag,
+                    5u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    __fault,
+                    __tag,
+                    5u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    __fault,
+                    __tag,
+                    5u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_N,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    __fault,
+                    __tag,
+                    5u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld26_all[__jc] = __ld26;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld26: [f32; 4usize] = __ld26_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                __ld26[__v],
+                dy_12[__j],
+              );
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      wdy_17 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut wdy_17 = wdy_17;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    (0i32).wrapping_add((__f) as i32),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __fault,
+                      __tag,
+                      5u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  }
+                },
+                dy_12[__j],
+              );
+            }
+            __jc += 1;
+          }
+          wdy_17
+        },
+      );
+    }
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -686,7 +1120,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red12: f32 = {
+    let __red30: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -722,7 +1156,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red12,
+      __red30,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -827,7 +1261,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red13: f32 = {
+    let __red31: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -863,152 +1297,376 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red13,
+      __red31,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               dx_row_5,
-              (0i32).wrapping_add((__f) as i32),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_N,
-                ) {
-                  wdy_17[__j]
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    0f64,
-                  )
-                },
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    ) {
-                      xhat_16[__j]
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    c1_20,
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              dx_row_5,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              dx_row_5,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              dx_row_5,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            ({
+              let __x32 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x33 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c34 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x33,
+                __x32,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x33,
+                  __c34,
+                )
+            } && (__s0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_dx_ptr,
+                __len_dx_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x35 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x36 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c37 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x36,
+                __x35,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x35,
+                  __c37,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    wdy_17[__j]
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
+                      ) {
+                        xhat_16[__j]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      c1_20,
+                    ),
+                    c2_21,
                   ),
-                  c2_21,
                 ),
-              ),
-              rstd_15,
-            );
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_dx_ptr,
-            __len_dx_ptr,
+                rstd_15,
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              );
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_dx_ptr,
+                __len_dx_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_dx_ptr,
-              __len_dx_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                <f32 as ::kernel_std::__private::device::Num>::sub(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    wdy_17[__j]
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
+                      ) {
+                        xhat_16[__j]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      c1_20,
+                    ),
+                    c2_21,
+                  ),
+                ),
+                rstd_15,
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_dx_ptr,
+                    __len_dx_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_dx_ptr,
-              __len_dx_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_dx_ptr,
-              __len_dx_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_dx_ptr,
-              __len_dx_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
     ::kernel_std::__private::device::bar_sync();
     let mut partial_dw_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     ::kernel_std::__private::device::unroll::<
@@ -1159,18 +1817,705 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       );
       ::kernel_std::__private::device::bar_sync();
     } else {
-      let mut __ld14_all: [[f32; 4usize]; 4usize] = unsafe {
-        ::core::mem::zeroed()
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
+      let __vfast: bool = {
+        let mut __ok: bool = true;
+        let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+        let mut __jc: usize = 0;
+        while __jc < __nc {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld14: [f32; 4usize] = {
-            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+          __ok = __ok
+            & ({
+              let __q0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              ({
+                let __x38 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x39 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c40 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x39,
+                  __x38,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x39,
+                    __c40,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  4usize,
+                ))
+            }
+              | {
+                let __x41 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x42 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c43 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x42,
+                  __x41,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x41,
+                    __c43,
+                  )
+              });
+          __jc += 1;
+        }
+        __ok
+      };
+      if __vfast {
+        let mut __ld44_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld44: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_if::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  ),
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                )
+              } else if {
+                let __x45 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x46 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c47 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x46,
+                  __x45,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x46,
+                    __c47,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_dw_ptr,
+                      __len_dw_ptr,
+                      __fault,
+                      __tag,
+                      2u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld44_all[__jc] = __ld44;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld44: [f32; 4usize] = __ld44_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_dw_23[__j],
+                  __ld44[__v],
+                );
+              },
+            );
+          },
+        );
+      } else {
+        ::core::hint::cold_path();
+        partial_dw_23 = ::kernel_std::__private::device::inline_call(
+          #[inline(always)]
+          move || {
+            let __vfast: bool = false;
+            let mut partial_dw_23 = partial_dw_23;
+            let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+              4usize,
+            );
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              for __v in 0..::kernel_std::__private::device::opaque_usize(
+                4usize,
+              ) {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_dw_23[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_dw_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          lock_id_6,
+                          __p_N,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_dw_ptr,
+                        __len_dw_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                );
+              }
+              __jc += 1;
+            }
+            partial_dw_23
+          },
+        );
+      }
+      let __vfast: bool = {
+        let mut __ok: bool = true;
+        let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+        let mut __jc: usize = 0;
+        while __jc < __nc {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          __ok = __ok
+            & ({
+              let __q0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              ({
+                let __x48 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x49 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c50 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x49,
+                  __x48,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x49,
+                    __c50,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  4usize,
+                ))
+            }
+              | {
+                let __x51 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x52 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c53 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x52,
+                  __x51,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x51,
+                    __c53,
+                  )
+              });
+          __jc += 1;
+        }
+        __ok
+      };
+      if __vfast {
+        let mut __ld54_all: [[f32; 4usize]; 4usize] = unsafe {
+          ::core::mem::zeroed()
+        };
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld54: [f32; 4usize] = {
+              let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              );
+              let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              );
+              let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              );
+              let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              if __vfast {
+                ::kernel_std::__private::device::load_vec_if::<
+                  f32,
+                  4usize,
+                >(
+                  __q0,
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  ),
+                  [
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                    <f32 as ::core::default::Default>::default(),
+                  ],
+                )
+              } else if {
+                let __x55 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x56 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c57 = __p_N;
+                <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x56,
+                  __x55,
+                )
+                  && <i32 as ::kernel_std::__private::device::Num>::lt(
+                    __x56,
+                    __c57,
+                  )
+              } && (__q0 as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __q0,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::load_vec::<
+                  f32,
+                  4usize,
+                >(__q0)
+              } else {
+                [
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q0,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q0)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q1,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q1)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q2,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q2)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __q3,
+                      __p_db_ptr,
+                      __len_db_ptr,
+                      __fault,
+                      __tag,
+                      3u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__q3)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                ]
+              }
+            };
+            __ld54_all[__jc] = __ld54;
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let __ld54: [f32; 4usize] = __ld54_all[__jc];
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_db_24[__j],
+                  __ld54[__v],
+                );
+              },
+            );
+          },
+        );
+      } else {
+        ::core::hint::cold_path();
+        partial_db_24 = ::kernel_std::__private::device::inline_call(
+          #[inline(always)]
+          move || {
+            let __vfast: bool = false;
+            let mut partial_db_24 = partial_db_24;
+            let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+              4usize,
+            );
+            let mut __jc: usize = 0;
+            while __jc < __nc {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              for __v in 0..::kernel_std::__private::device::opaque_usize(
+                4usize,
+              ) {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  partial_db_24[__j],
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_db_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          lock_id_6,
+                          __p_N,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_db_ptr,
+                        __len_db_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                );
+              }
+              __jc += 1;
+            }
+            partial_db_24
+          },
+        );
+      }
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1180,7 +2525,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s1 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1190,7 +2535,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 1usize)) as i32),
             );
-            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s2 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1200,7 +2545,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 2usize)) as i32),
             );
-            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s3 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_dw_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1210,148 +2555,310 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            if {
-              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c17 = __p_N;
+            ({
+              let __x58 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x59 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c60 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x16,
-                __x15,
+                __x59,
+                __x58,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x16,
-                  __c17,
+                  __x59,
+                  __c60,
                 )
-            } && (__q0 as usize) % 16usize == 0
+            } && (__s0 as usize) % 16usize == 0
               && ((1i64) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
-                __q0,
+                __s0,
+                __p_dw_ptr,
+                __len_dw_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x61 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x62 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c63 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x62,
+                __x61,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x61,
+                  __c63,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = partial_dw_23[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              );
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
                 __p_dw_ptr,
                 __len_dw_ptr,
                 4usize,
               )
             {
-              ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::store_vec::<
                 f32,
                 4usize,
-              >(__q0)
+              >(__sp[0], __sv);
             } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_N,
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  __p_N,
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  __p_N,
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  __p_N,
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-              ]
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
             }
-          };
-          __ld14_all[__jc] = __ld14;
+          }
         },
       );
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
         #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld14: [f32; 4usize] = __ld14_all[__jc];
-          ::kernel_std::__private::device::unroll::<
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                partial_dw_23[__j],
-                __ld14[__v],
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
               );
-            },
-          );
+              __sv[__v] = partial_dw_23[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
+          }
         },
       );
-      let mut __ld18_all: [[f32; 4usize]; 4usize] = unsafe {
-        ::core::mem::zeroed()
-      };
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld18: [f32; 4usize] = {
-            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+    }
+    ::kernel_std::__private::device::bar_sync();
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
+        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_db_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1361,7 +2868,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s1 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_db_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1371,7 +2878,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 1usize)) as i32),
             );
-            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s2 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_db_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1381,7 +2888,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 2usize)) as i32),
             );
-            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+            let __s3 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_db_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1391,112 +2898,46 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            if {
-              let __x19 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x20 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c21 = __p_N;
+            ({
+              let __x64 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x65 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c66 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x20,
-                __x19,
+                __x65,
+                __x64,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x20,
-                  __c21,
+                  __x65,
+                  __c66,
                 )
-            } && (__q0 as usize) % 16usize == 0
+            } && (__s0 as usize) % 16usize == 0
               && ((1i64) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
-                __q0,
+                __s0,
                 __p_db_ptr,
                 __len_db_ptr,
                 4usize,
+              ))
+          }
+            | {
+              let __x67 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x68 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c69 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x68,
+                __x67,
               )
-            {
-              ::kernel_std::__private::device::load_vec::<
-                f32,
-                4usize,
-              >(__q0)
-            } else {
-              [
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_N,
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x67,
+                  __c69,
                 )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q0,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q0)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q1,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q1)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q2,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q2)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  __p_N,
-                )
-                  && ::kernel_std::__private::device::in_bounds(
-                    __q3,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::load(__q3)
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-              ]
-            }
-          };
-          __ld18_all[__jc] = __ld18;
-        },
-      );
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
       ::kernel_std::__private::device::unroll::<
         4usize,
         _,
@@ -1504,7 +2945,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld18: [f32; 4usize] = __ld18_all[__jc];
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -1513,253 +2956,242 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             |__v: usize| {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                partial_db_24[__j],
-                __ld18[__v],
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = partial_db_24[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
               );
             },
           );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_db_ptr,
+                __len_db_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = partial_db_24[__j];
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
+          }
         },
       );
     }
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add((__f) as i32),
-            );
-            __sv[__v] = partial_dw_23[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_dw_ptr,
-            __len_dw_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_dw_ptr,
-              __len_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
-          }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_dw_ptr,
-              __len_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_dw_ptr,
-              __len_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_dw_ptr,
-              __len_dw_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
-    ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add((__f) as i32),
-            );
-            __sv[__v] = partial_db_24[__j];
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_db_ptr,
-            __len_db_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_db_ptr,
-              __len_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
-          }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_db_ptr,
-              __len_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_db_ptr,
-              __len_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_db_ptr,
-              __len_db_ptr,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     if __tid == 0 {

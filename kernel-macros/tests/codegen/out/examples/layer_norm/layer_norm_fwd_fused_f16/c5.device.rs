@@ -81,345 +81,545 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_4: i32 = __i;
-        let mut a_6: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
             let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                ),
-              );
-              if {
-                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0)) as i32),
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
                 );
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_4,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
                 );
-                let __c3 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x2,
-                  __x1,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x2,
-                    __c3,
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c2 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x1,
+                    __x0,
                   )
-              } && (__q0 as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  8usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
-              } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x1,
+                      __c2,
                     )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_4,
-                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  ))
               }
-            };
-            __ld0_all[__jc] = __ld0;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                a_6[__j] = ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F16,
-                  f32,
-                >(__ld0[__v]);
-              },
-            );
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  _mean_3[__j],
-                  a_6[__j],
+                | {
+                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c5 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x4,
+                    __x3,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x3,
+                      __c5,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
                 );
-              },
-            );
-          },
-        );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    ),
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_4,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c9 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x8,
+                      __c9,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld6_all[__jc] = __ld6;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _mean_3[__j],
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(__ld6[__v]),
+                  );
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          _mean_3 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut _mean_3 = _mean_3;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                4usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _mean_3[__j],
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        x_row_1,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  );
+                }
+                __jc += 1;
+              }
+              _mean_3
+            },
+          );
+        }
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -521,7 +721,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red4: f32 = {
+    let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -557,7 +757,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red4,
+      __red10,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
@@ -594,322 +794,570 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
-        let mut x_11: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld5_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
+        let mut x_12: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
             let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld5: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                ),
-              );
-              if {
-                let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0)) as i32),
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
                 );
-                let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_9,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
                 );
-                let __c8 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x7,
-                  __x6,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x7,
-                    __c8,
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c13 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x12,
+                    __x11,
                   )
-              } && (__q0 as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  8usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
-              } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x12,
+                      __c13,
                     )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  ))
               }
-            };
-            __ld5_all[__jc] = __ld5;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld5: [::kernel_std::__private::device::F16; 8usize] = __ld5_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                x_11[__j] = ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F16,
-                  f32,
-                >(__ld5[__v]);
-              },
-            );
-          },
-        );
+                | {
+                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c16 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x15,
+                    __x14,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x14,
+                      __c16,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld17_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld17: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    ),
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_9,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c20 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x19,
+                    __x18,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x19,
+                      __c20,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld17_all[__jc] = __ld17;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld17: [::kernel_std::__private::device::F16; 8usize] = __ld17_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(__ld17[__v]),
+                      mean_7,
+                    )
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  };
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          x_12 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut x_12 = x_12;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                4usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  ) {
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          x_row_1,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_x_ptr,
+                            __len_x_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      }),
+                      mean_7,
+                    )
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  };
+                }
+                __jc += 1;
+              }
+              x_12
+            },
+          );
+        }
         ::kernel_std::__private::device::unroll::<
           4usize,
           _,
@@ -928,38 +1376,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
                 _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   _var_8[__j],
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        x_11[__j],
-                        mean_7,
-                      )
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_9,
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      <f32 as ::kernel_std::__private::device::Num>::sub(
-                        x_11[__j],
-                        mean_7,
-                      )
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
+                    x_12[__j],
+                    x_12[__j],
                   ),
                 );
               },
@@ -1067,7 +1485,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red9: f32 = {
+    let __red21: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -1103,7 +1521,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red9,
+      __red21,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1158,1124 +1576,2005 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c5(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_15: i32 = __i;
-        let mut w_18: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld10_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
+        let mut x_hat_21: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
             let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld10: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_w_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                ),
-              );
-              if {
-                let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0)) as i32),
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
                 );
-                let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
                 );
-                let __c13 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x12,
-                  __x11,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x12,
-                    __c13,
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c24 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x23,
+                    __x22,
                   )
-              } && (__q0 as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x23,
+                      __c24,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  ))
+              }
+                | {
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c27 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x26,
+                    __x25,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x25,
+                      __c27,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld28_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld28: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    ),
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
+                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c31 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x30,
+                    __x29,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x30,
+                      __c31,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              __ld28_all[__jc] = __ld28;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld28: [::kernel_std::__private::device::F16; 8usize] = __ld28_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(__ld28[__v]),
+                      mean_7,
+                    ),
+                    rstd_14,
+                  );
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          x_hat_21 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut x_hat_21 = x_hat_21;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                4usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          x_row_1,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_x_ptr,
+                            __len_x_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      }),
+                      mean_7,
+                    ),
+                    rstd_14,
+                  );
+                }
+                __jc += 1;
+              }
+              x_hat_21
+            },
+          );
+        }
+        let mut y_22: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+            __ok = __ok
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
-                  __len_w_ptr,
-                  8usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
-              } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_N,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c34 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x33,
+                    __x32,
                   )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x33,
+                      __c34,
                     )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      2u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                ]
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    8usize,
+                  ))
               }
-            };
-            __ld10_all[__jc] = __ld10;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld10: [::kernel_std::__private::device::F16; 8usize] = __ld10_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                w_18[__j] = ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F16,
-                  f32,
-                >(__ld10[__v]);
-              },
-            );
-          },
-        );
-        let mut b_19: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld14_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
-        };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld14: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                __p_b_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                ),
-              );
-              if {
-                let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0)) as i32),
-                );
-                let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                );
-                let __c17 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x16,
-                  __x15,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x16,
-                    __c17,
+                | {
+                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c37 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x36,
+                    __x35,
                   )
-              } && (__q0 as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x35,
+                      __c37,
+                    )
+                })
+              & ({
+                let __q0 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
-                  __len_b_ptr,
-                  8usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
-              } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_N,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c40 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x39,
+                    __x38,
                   )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x39,
+                      __c40,
                     )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_b_ptr,
-                      __len_b_ptr,
-                      __fault,
-                      __tag,
-                      3u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                  },
-                ]
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_b_ptr,
+                    __len_b_ptr,
+                    8usize,
+                  ))
               }
-            };
-            __ld14_all[__jc] = __ld14;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld14: [::kernel_std::__private::device::F16; 8usize] = __ld14_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                b_19[__j] = ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F16,
-                  f32,
-                >(__ld14[__v]);
-              },
-            );
-          },
-        );
-        let mut x_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-        let mut __ld18_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-          ::core::mem::zeroed()
+                | {
+                  let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c43 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x42,
+                    __x41,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x41,
+                      __c43,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
         };
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld18: [::kernel_std::__private::device::F16; 8usize] = {
-              let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                ),
-              );
-              let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                ),
-              );
-              let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-              );
-              let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-              );
-              let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                ),
-              );
-              let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                ),
-              );
-              let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                ),
-              );
-              let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                x_row_1,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                ),
-              );
-              if {
-                let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0)) as i32),
+        if __vfast {
+          let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld48_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
                 );
-                let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  off_15,
-                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
                 );
-                let __c21 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x20,
-                  __x19,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x20,
-                    __c21,
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    ),
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
                   )
-              } && (__q0 as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__q7 as usize) == (__q0 as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_x_ptr,
-                  __len_x_ptr,
+                } else if {
+                  let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c47 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x46,
+                    __x45,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x46,
+                      __c47,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                  ]
+                }
+              };
+              let __ld48: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  __p_b_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    ),
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
+                  )
+                } else if {
+                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c51 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x50,
+                    __x49,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x50,
+                      __c51,
+                    )
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_b_ptr,
+                    __len_b_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_b_ptr,
+                        __len_b_ptr,
+                        __fault,
+                        __tag,
+                        3u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                  ]
+                }
+              };
+              __ld44_all[__jc] = __ld44;
+              __ld48_all[__jc] = __ld48;
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
+              let __ld48: [::kernel_std::__private::device::F16; 8usize] = __ld48_all[__jc];
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      x_hat_21[__j],
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(__ld44[__v]),
+                    ),
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >(__ld48[__v]),
+                  );
+                },
+              );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          y_22 = ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let mut y_22 = y_22;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                4usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
-                )
-              {
-                ::kernel_std::__private::device::load_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__q0)
-              } else {
-                [
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                ) {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      x_hat_21[__j],
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_w_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_w_ptr,
+                            __len_w_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      }),
                     ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q0,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q0)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q1,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q1)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q2,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q2)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q3,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q3)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q4,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q4)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q5,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q5)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q6,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q6)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                    ),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __q7,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__q7)
-                  } else {
-                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                ]
+                    ::kernel_std::__private::device::cast::<
+                      ::kernel_std::__private::device::F16,
+                      f32,
+                    >({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      }
+                    }),
+                  );
+                }
+                __jc += 1;
               }
-            };
-            __ld18_all[__jc] = __ld18;
-          },
-        );
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let __ld18: [::kernel_std::__private::device::F16; 8usize] = __ld18_all[__jc];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                x_20[__j] = ::kernel_std::__private::device::cast::<
-                  ::kernel_std::__private::device::F16,
-                  f32,
-                >(__ld18[__v]);
-              },
-            );
-          },
-        );
+              y_22
+            },
+          );
+        }
         ::kernel_std::__private::device::bar_sync();
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
+        let __vfast: bool = {
+          let mut __ok: bool = true;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
             let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                __sp[__v] = ::kernel_std::__private::device::ptr_add(
+            __ok = __ok
+              & ({
+                let __s0 = ::kernel_std::__private::device::ptr_add(
                   y_row_2,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
-                    (0i32).wrapping_add((__f) as i32),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                __sv[__v] = ::kernel_std::__private::device::cast::<
-                  f32,
-                  ::kernel_std::__private::device::F16,
-                >(
-                  <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          x_20[__j],
-                          mean_7,
-                        ),
-                        rstd_14,
-                      ),
-                      w_18[__j],
-                    ),
-                    b_19[__j],
-                  ),
-                );
-                __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                let __s1 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
-                    (0i32).wrapping_add((__f) as i32),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
-                  __p_N,
                 );
-              },
-            );
-            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-              && __sm[3usize] && __sm[4usize] && __sm[5usize]
-              && __sm[6usize] && __sm[7usize]
-              && (__sp[0] as usize) % 16usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-              && ::kernel_std::__private::device::fits(
-                __sp[0],
-                __p_y_ptr,
-                __len_y_ptr,
+                let __s2 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __s3 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __s4 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __s5 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __s6 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __s7 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ({
+                  let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c54 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x53,
+                    __x52,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x53,
+                      __c54,
+                    )
+                } && (__s0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s7 as usize) == (__s0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    8usize,
+                  ))
+              }
+                | {
+                  let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c57 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x56,
+                    __x55,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x55,
+                      __c57,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+              let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+              let mut __sm: [bool; 8usize] = [false; 8usize];
+              ::kernel_std::__private::device::unroll::<
                 8usize,
-              )
-            {
-              ::kernel_std::__private::device::store_vec::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sv);
-            } else {
-              if __sm[0usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[0usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[0usize],
-                  __sv[0usize],
-                );
+                _,
+              >(
+                #[inline(always)]
+                |__v: usize| {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  __sv[__v] = ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(y_22[__j]);
+                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  );
+                },
+              );
+              if __vfast {
+                ::kernel_std::__private::device::store_vec_if::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], __sm[0], __sv);
+              } else {
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                  && __sm[6usize] && __sm[7usize]
+                  && (__sp[0] as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __sp[0],
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::store_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], __sv);
+                } else {
+                  if __sm[0usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[0usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[0usize],
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[1usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[1usize],
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[2usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[2usize],
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[3usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[3usize],
+                      __sv[3usize],
+                    );
+                  }
+                  if __sm[4usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[4usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[4usize],
+                      __sv[4usize],
+                    );
+                  }
+                  if __sm[5usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[5usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[5usize],
+                      __sv[5usize],
+                    );
+                  }
+                  if __sm[6usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[6usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[6usize],
+                      __sv[6usize],
+                    );
+                  }
+                  if __sm[7usize]
+                    && ::kernel_std::__private::device::in_bounds(
+                      __sp[7usize],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __sp[7usize],
+                      __sv[7usize],
+                    );
+                  }
+                }
               }
-              if __sm[1usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[1usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[1usize],
-                  __sv[1usize],
-                );
+            },
+          );
+        } else {
+          ::core::hint::cold_path();
+          ::kernel_std::__private::device::inline_call(
+            #[inline(always)]
+            move || {
+              let __vfast: bool = false;
+              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+                4usize,
+              );
+              let mut __jc: usize = 0;
+              while __jc < __nc {
+                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+                let mut __sm: [bool; 8usize] = [false; 8usize];
+                for __v in 0..::kernel_std::__private::device::opaque_usize(
+                  8usize,
+                ) {
+                  let __j: usize = __jc * 8usize + __v;
+                  let __f: usize = __f0 + __v;
+                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                  );
+                  __sv[__v] = ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(y_22[__j]);
+                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  );
+                }
+                if __vfast {
+                  ::kernel_std::__private::device::store_vec_if::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], __sm[0], __sv);
+                } else {
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                    && (__sp[0] as usize) % 16usize == 0
+                    && (((0i64).wrapping_add(1i64)) == 1i64
+                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                    && ::kernel_std::__private::device::fits(
+                      __sp[0],
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      8usize,
+                    )
+                  {
+                    ::kernel_std::__private::device::store_vec::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], __sv);
+                  } else {
+                    if __sm[0usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[0usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[0usize],
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[1usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[1usize],
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[2usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[2usize],
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[3usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[3usize],
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[4usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[4usize],
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[5usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[5usize],
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[6usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[6usize],
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize]
+                      && ::kernel_std::__private::device::in_bounds(
+                        __sp[7usize],
+                        __p_y_ptr,
+                        __len_y_ptr,
+                        __fault,
+                        __tag,
+                        1u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::store(
+                        __sp[7usize],
+                        __sv[7usize],
+                      );
+                    }
+                  }
+                }
+                __jc += 1;
               }
-              if __sm[2usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[2usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[2usize],
-                  __sv[2usize],
-                );
-              }
-              if __sm[3usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[3usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[3usize],
-                  __sv[3usize],
-                );
-              }
-              if __sm[4usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[4usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[4usize],
-                  __sv[4usize],
-                );
-              }
-              if __sm[5usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[5usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[5usize],
-                  __sv[5usize],
-                );
-              }
-              if __sm[6usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[6usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[6usize],
-                  __sv[6usize],
-                );
-              }
-              if __sm[7usize]
-                && ::kernel_std::__private::device::in_bounds(
-                  __sp[7usize],
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::store(
-                  __sp[7usize],
-                  __sv[7usize],
-                );
-              }
-            }
-          },
-        );
+            },
+          );
+        }
         ::kernel_std::__private::device::bar_sync();
         __i = match __i.checked_add(__step) {
           Some(n) => n,

@@ -39,292 +39,488 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       ),
     );
     let mut x_4: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
-      ::core::mem::zeroed()
-    };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-        let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
-          let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          if {
-            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x2 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-            let __c3 = __p_n_cols;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x2,
-                __c3,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && ((::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(__p_input_col_stride)
-              .wrapping_mul(1i64)) == 1i64
-              && (__q7 as usize) == (__q0 as usize) + 14usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_input_ptr,
-              __len_input_ptr,
-              8usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<
-              ::kernel_std::__private::device::F16,
-              8usize,
-            >(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q4 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q4,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q4)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q5 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q5,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q5)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q6 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q6,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q6)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q7 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q7,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
+                __p_input_col_stride,
+              ),
+            );
+            ({
+              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x1 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c2 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
                 )
-              {
-                ::kernel_std::__private::device::load(__q7)
-              } else {
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-            ]
+            } && (__q0 as usize) % 16usize == 0
+              && ((::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__p_input_col_stride)
+                .wrapping_mul(1i64)) == 1i64
+                && (__q7 as usize) == (__q0 as usize) + 14usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_input_ptr,
+                __len_input_ptr,
+                8usize,
+              ))
           }
-        };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-        let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
-            x_4[__j] = ::kernel_std::__private::device::cast::<
-              ::kernel_std::__private::device::F16,
-              f32,
-            >(__ld0[__v]);
-          },
-        );
-      },
-    );
+            | {
+              let __x3 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x4 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c5 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+          let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+            let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n_cols,
+                ),
+                [
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                ],
+              )
+            } else if {
+              let __x7 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x8 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c9 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x8,
+                  __c9,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__p_input_col_stride)
+                .wrapping_mul(1i64)) == 1i64
+                && (__q7 as usize) == (__q0 as usize) + 14usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_input_ptr,
+                __len_input_ptr,
+                8usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q4,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q4)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q5,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q5)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q6,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q6)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q7,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q7)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+              ]
+            }
+          };
+          __ld6_all[__jc] = __ld6;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+          let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              x_4[__j] = ::kernel_std::__private::device::cast::<
+                ::kernel_std::__private::device::F16,
+                f32,
+              >(__ld6[__v]);
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      x_4 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut x_4 = x_4;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              x_4[__j] = ::kernel_std::__private::device::cast::<
+                ::kernel_std::__private::device::F16,
+                f32,
+              >({
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_input_col_stride,
+                  ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                }
+              });
+            }
+            __jc += 1;
+          }
+          x_4
+        },
+      );
+    }
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     ::kernel_std::__private::device::unroll::<
       4usize,
@@ -419,7 +615,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red4: f32 = {
+    let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 16usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -504,7 +700,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
             let __f: usize = __f0 + __v;
             shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
               x_4[__j],
-              __red4,
+              __red10,
             );
           },
         );
@@ -629,7 +825,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red5: f32 = {
+    let __red11: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 16usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -696,7 +892,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
     ::kernel_std::__private::device::bar_sync();
-    let mut denominator_7: f32 = __red5;
+    let mut denominator_7: f32 = __red11;
     let mut out_ptr_8: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
       __p_output_ptr,
       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -705,191 +901,476 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       ),
     );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-        let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-        let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-        let mut __sm: [bool; 8usize] = [false; 8usize];
-        ::kernel_std::__private::device::unroll::<
-          8usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 8usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               out_ptr_8,
-              (0i32).wrapping_add((__f) as i32),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            __sv[__v] = ::kernel_std::__private::device::cast::<
-              f32,
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            let __s4 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+            );
+            let __s5 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+            );
+            let __s6 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+            );
+            let __s7 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+            );
+            ({
+              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x13 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c14 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x13,
+                __x12,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x13,
+                  __c14,
+                )
+            } && (__s0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__s7 as usize) == (__s0 as usize) + 14usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                8usize,
+              ))
+          }
+            | {
+              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x16 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c17 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x16,
+                __x15,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x15,
+                  __c17,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+          let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+          let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+          let mut __sm: [bool; 8usize] = [false; 8usize];
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(
+                <f32 as ::kernel_std::__private::device::Num>::div(
+                  numerator_6[__j],
+                  denominator_7,
+                ),
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n_cols,
+              );
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
               ::kernel_std::__private::device::F16,
-            >(
-              <f32 as ::kernel_std::__private::device::Num>::div(
-                numerator_6[__j],
-                denominator_7,
-              ),
-            );
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_n_cols,
-            );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && __sm[4usize] && __sm[5usize] && __sm[6usize] && __sm[7usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_output_ptr,
-            __len_output_ptr,
-            8usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            ::kernel_std::__private::device::F16,
-            8usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+              8usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && __sm[4usize] && __sm[5usize]
+              && __sm[6usize] && __sm[7usize]
+              && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_output_ptr,
+                __len_output_ptr,
+                8usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+              if __sm[4usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[4usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[4usize],
+                  __sv[4usize],
+                );
+              }
+              if __sm[5usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[5usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[5usize],
+                  __sv[5usize],
+                );
+              }
+              if __sm[6usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[6usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[6usize],
+                  __sv[6usize],
+                );
+              }
+              if __sm[7usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[7usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[7usize],
+                  __sv[7usize],
+                );
+              }
+            }
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 512usize + __tid) * 8usize;
+            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
+            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
+            let mut __sm: [bool; 8usize] = [false; 8usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              8usize,
+            ) {
+              let __j: usize = __jc * 8usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(
+                <f32 as ::kernel_std::__private::device::Num>::div(
+                  numerator_6[__j],
+                  denominator_7,
+                ),
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n_cols,
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                && __sm[6usize] && __sm[7usize]
+                && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  8usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+                if __sm[4usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[4usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[4usize],
+                    __sv[4usize],
+                  );
+                }
+                if __sm[5usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[5usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[5usize],
+                    __sv[5usize],
+                  );
+                }
+                if __sm[6usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[6usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[6usize],
+                    __sv[6usize],
+                  );
+                }
+                if __sm[7usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[7usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[7usize],
+                    __sv[7usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-          if __sm[4usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[4usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[4usize],
-              __sv[4usize],
-            );
-          }
-          if __sm[5usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[5usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[5usize],
-              __sv[5usize],
-            );
-          }
-          if __sm[6usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[6usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[6usize],
-              __sv[6usize],
-            );
-          }
-          if __sm[7usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[7usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[7usize],
-              __sv[7usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "softmax_f16_kernel"))]

@@ -39,176 +39,334 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
       ),
     );
     let mut x_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            row_ptr_3,
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              __p_input_col_stride,
-            ),
-          );
-          if {
-            let __x1 = (0i32).wrapping_add(((__f0)) as i32);
-            let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-            let __c3 = __p_n_cols;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x2,
-                __c3,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && ((::kernel_std::__private::device::cast::<
-              i32,
-              i64,
-            >(__p_input_col_stride)
-              .wrapping_mul(1i64)) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_input_ptr,
-              __len_input_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                __p_input_col_stride,
+              ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_n_cols,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_input_ptr,
-                  __len_input_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
+                __p_input_col_stride,
+              ),
+            );
+            ({
+              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c2 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
                 )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              },
-            ]
+            } && (__q0 as usize) % 16usize == 0
+              && ((::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__p_input_col_stride)
+                .wrapping_mul(1i64)) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_input_ptr,
+                __len_input_ptr,
+                4usize,
+              ))
           }
-        };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            x_4[__j] = __ld0[__v];
-          },
-        );
-      },
-    );
+            | {
+              let __x3 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x4 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c5 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld6: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              row_ptr_3,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                __p_input_col_stride,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n_cols,
+                ),
+                [
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  ),
+                ],
+              )
+            } else if {
+              let __x7 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c9 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x8,
+                  __c9,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && ((::kernel_std::__private::device::cast::<
+                i32,
+                i64,
+              >(__p_input_col_stride)
+                .wrapping_mul(1i64)) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_input_ptr,
+                __len_input_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+              ]
+            }
+          };
+          __ld6_all[__jc] = __ld6;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              x_4[__j] = __ld6[__v];
+            },
+          );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      x_4 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut x_4 = x_4;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              x_4[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_input_col_stride,
+                  ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                }
+              };
+            }
+            __jc += 1;
+          }
+          x_4
+        },
+      );
+    }
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 1usize];
     ::kernel_std::__private::device::unroll::<
       2usize,
@@ -299,7 +457,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red4: f32 = {
+    let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -352,7 +510,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
             let __f: usize = __f0 + __v;
             shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
               x_4[__j],
-              __red4,
+              __red10,
             );
           },
         );
@@ -473,7 +631,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red5: f32 = {
+    let __red11: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let __o: usize = (0usize) * 8usize;
       let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
@@ -508,7 +666,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
     ::kernel_std::__private::device::bar_sync();
-    let mut denominator_7: f32 = __red5;
+    let mut denominator_7: f32 = __red11;
     let mut out_ptr_8: *mut f32 = ::kernel_std::__private::device::ptr_add(
       __p_output_ptr,
       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -517,121 +675,318 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
       ),
     );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               out_ptr_8,
-              (0i32).wrapping_add((__f) as i32),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-              numerator_6[__j],
-              denominator_7,
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
             );
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_n_cols,
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
             );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_output_ptr,
-            __len_output_ptr,
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              out_ptr_8,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            ({
+              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x13 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c14 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x13,
+                __x12,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x13,
+                  __c14,
+                )
+            } && (__s0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c17 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x16,
+                __x15,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x15,
+                  __c17,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
             4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
+                numerator_6[__j],
+                denominator_7,
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n_cols,
+              );
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
+                numerator_6[__j],
+                denominator_7,
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_n_cols,
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              0u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "softmax_kernel"))]

@@ -36,21 +36,35 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     ::kernel_std::__private::device::bar_sync();
-    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld4_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -62,30 +76,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_xr,
+                __p_stride_xc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_stride_xr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_xc,
-            ),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -97,30 +111,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_xr,
+                __p_stride_xc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_stride_xr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_xc,
-            ),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -132,30 +146,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_xr,
+                __p_stride_xc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_stride_xr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_xc,
-            ),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -167,177 +181,96 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_xr,
+                __p_stride_xc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-                __p_n_cols,
-              ),
-              __p_stride_xc,
-            ),
-          );
-          if {
-            let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1024i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0)) as i32),
             );
-            let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1024i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            let __c3 = __p_n_elements;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x2,
-                __c3,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_x_ptr,
-              __len_x_ptr,
-              4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
+            ({
+              let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
                   ),
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                 ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
                   ),
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                 ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c8 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x7, __x6)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x7,
+                  __c8,
                 )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_x_ptr,
-                  __len_x_ptr,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              ))
           }
-        };
-        let __ld4: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_y_ptr,
+            | {
+              let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c11 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x10,
+                __x9,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x9,
+                  __c11,
+                )
+            })
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -349,30 +282,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_yr,
+                __p_stride_yc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  __p_stride_yr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_yc,
-            ),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_y_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -384,30 +317,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_yr,
+                __p_stride_yc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  __p_stride_yr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_yc,
-            ),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_y_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -419,30 +352,30 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_yr,
+                __p_stride_yc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                     ),
+                    __p_n_cols,
                   ),
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  __p_stride_yr,
                 ),
-                __p_n_cols,
               ),
-              __p_stride_yc,
-            ),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_y_ptr,
               <i32 as ::kernel_std::__private::device::Num>::mul(
-                <i32 as ::kernel_std::__private::device::Num>::div(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
@@ -454,11 +387,867 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_cols,
                 ),
-                __p_stride_yr,
+                __p_stride_yc,
               ),
-            ),
-            <i32 as ::kernel_std::__private::device::Num>::mul(
-              <i32 as ::kernel_std::__private::device::Num>::rem(
+            );
+            ({
+              let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c14 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x13,
+                __x12,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x13,
+                  __c14,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_y_ptr,
+                __len_y_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c17 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x16,
+                __x15,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x15,
+                  __c17,
+                )
+            })
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              ),
+            );
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              ),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              ),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              ),
+            );
+            ({
+              let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c2 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x1,
+                  __c2,
+                )
+            } && (__s0 as usize) % 16usize == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              ))
+          }
+            | {
+              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c5 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            });
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld18_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      let mut __ld22_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld18: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_xr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_xc,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                ),
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
+            } else if {
+              let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c21 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x20,
+                __x19,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x20,
+                  __c21,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          let __ld22: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_y_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  <i32 as ::kernel_std::__private::device::Num>::div(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                    ),
+                    __p_n_cols,
+                  ),
+                  __p_stride_yr,
+                ),
+              ),
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::rem(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_cols,
+                ),
+                __p_stride_yc,
+              ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec_if::<
+                f32,
+                4usize,
+              >(
+                __q0,
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                ),
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
+            } else if {
+              let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c25 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(
+                __x24,
+                __x23,
+              )
+                && <i32 as ::kernel_std::__private::device::Num>::lt(
+                  __x24,
+                  __c25,
+                )
+            } && (__q0 as usize) % 16usize == 0
+              && (__q1 as usize) == (__q0 as usize) + 4usize
+              && (__q2 as usize) == (__q0 as usize) + 8usize
+              && (__q3 as usize) == (__q0 as usize) + 12usize
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_y_ptr,
+                __len_y_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                  __p_n_elements,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    __fault,
+                    __tag,
+                    1u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld18_all[__jc] = __ld18;
+          __ld22_all[__jc] = __ld22;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          let __ld18: [f32; 4usize] = __ld18_all[__jc];
+          let __ld22: [f32; 4usize] = __ld22_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -466,53 +1255,139 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                       1024i64,
                     ),
                   ),
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n_cols,
-              ),
-              __p_stride_yc,
-            ),
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __ld18[__v],
+                __ld22[__v],
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+                __p_n_elements,
+              );
+            },
           );
-          if {
-            let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1024i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0)) as i32),
-            );
-            let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                pid_0,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1024i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            let __c7 = __p_n_elements;
-            <i32 as ::kernel_std::__private::device::Num>::ge(__x6, __x5)
-              && <i32 as ::kernel_std::__private::device::Num>::lt(
-                __x6,
-                __c7,
-              )
-          } && (__q0 as usize) % 16usize == 0
-            && (__q1 as usize) == (__q0 as usize) + 4usize
-            && (__q2 as usize) == (__q0 as usize) + 8usize
-            && (__q3 as usize) == (__q0 as usize) + 12usize
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_y_ptr,
-              __len_y_ptr,
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
               4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
+            >(__sp[0], __sm[0], __sv);
           } else {
-            [
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
+          }
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -520,25 +1395,138 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                       1024i64,
                     ),
                   ),
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  (0i32).wrapping_add((__f) as i32),
                 ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
+              );
+              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_x_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::div(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                1024i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_n_cols,
+                        ),
+                        __p_stride_xr,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_cols,
+                      ),
+                      __p_stride_xc,
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  }
+                },
+                {
+                  let __a = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_y_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::div(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              pid_0,
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                1024i64,
+                              ),
+                            ),
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_n_cols,
+                        ),
+                        __p_stride_yr,
+                      ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::rem(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_cols,
+                      ),
+                      __p_stride_yc,
+                    ),
+                  );
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        pid_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n_elements,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::load(__a)
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  }
+                },
+              );
+              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -546,216 +1534,104 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                       1024i64,
                     ),
                   ),
-                  (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  (0i32).wrapping_add((__f) as i32),
                 ),
                 __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
+              );
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && (((0i64).wrapping_add(1i64)) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  4usize,
                 )
               {
-                ::kernel_std::__private::device::load(__q1)
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
               } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    pid_0,
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                ),
-                __p_n_elements,
-              )
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_y_ptr,
-                  __len_y_ptr,
-                  __fault,
-                  __tag,
-                  1u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-        };
-        __ld0_all[__jc] = __ld0;
-        __ld4_all[__jc] = __ld4;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
-        let __ld4: [f32; 4usize] = __ld4_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              ),
-            );
-            __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-              __ld0[__v],
-              __ld4[__v],
-            );
-            __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add((__f) as i32),
-              ),
-              __p_n_elements,
-            );
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && (((0i64).wrapping_add(1i64)) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_output_ptr,
-            __len_output_ptr,
-            4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
-          }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
-          }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_output_ptr,
-              __len_output_ptr,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "add_strided_kernel"))]

@@ -31,163 +31,298 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add((0usize) as i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add((0usize) as i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add((0usize) as i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add((0usize) as i32),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
                 ),
               ),
-            ),
-            (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            (true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else if true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld0_all[__jc] = __ld0;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = __ld0[__v];
+            },
           );
-          if true && (__q0 as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_x,
-              __len_x,
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      v_2 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_2 = v_2;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32).wrapping_add((0usize) as i32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              };
+            }
+            __jc += 1;
           }
-        };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            v_2[__j] = __ld0[__v];
-          },
-        );
-      },
-    );
+          v_2
+        },
+      );
+    }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
@@ -468,120 +603,311 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
       },
     );
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_out,
                 <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                   1i64,
                 ),
               ),
-              (0i32).wrapping_add((__f) as i32),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            __sv[__v] = __red2[__j];
-            __sm[__v] = true;
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_out,
-            __len_out,
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_out,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  1i64,
+                ),
+              ),
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            (true && (__s0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_out,
+                __len_out,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
             4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            f32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = __red2[__j];
+              __sm[__v] = true;
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              f32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_out,
+                __len_out,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                f32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
+                  ),
+                ),
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = __red2[__j];
+              __sm[__v] = true;
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                f32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_out,
+                  __len_out,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  f32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_out,
+                    __len_out,
+                    __fault,
+                    __tag,
+                    2u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_out,
-              __len_out,
-              __fault,
-              __tag,
-              2u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
     ::kernel_std::__private::device::bar_sync();
     let mut __red3: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1083,115 +1409,281 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
     );
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
-    ::kernel_std::__private::device::unroll::<
-      2usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        let mut __sp: [*mut i32; 4usize] = [::core::ptr::null_mut(); 4usize];
-        let mut __sv: [i32; 4usize] = [<i32 as ::core::default::Default>::default(); 4usize];
-        let mut __sm: [bool; 4usize] = [false; 4usize];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            __sp[__v] = ::kernel_std::__private::device::ptr_add(
+        __ok = __ok
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
               __p_xo,
-              (0i32).wrapping_add((__f) as i32),
+              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
             );
-            __sv[__v] = __red6[__j];
-            __sm[__v] = true;
-          },
-        );
-        if true && __sm[0usize] && __sm[1usize] && __sm[2usize] && __sm[3usize]
-          && (__sp[0] as usize) % 16usize == 0
-          && ((1i64) == 1i64
-            && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-          && ::kernel_std::__private::device::fits(
-            __sp[0],
-            __p_xo,
-            __len_xo,
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              __p_xo,
+              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              __p_xo,
+              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              __p_xo,
+              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+            );
+            (true && (__s0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_xo,
+                __len_xo,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      ::kernel_std::__private::device::unroll::<
+        2usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+          let mut __sp: [*mut i32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [i32; 4usize] = [<i32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          ::kernel_std::__private::device::unroll::<
             4usize,
-          )
-        {
-          ::kernel_std::__private::device::store_vec::<
-            i32,
-            4usize,
-          >(__sp[0], __sv);
-        } else {
-          if __sm[0usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[0usize],
-              __p_xo,
-              __len_xo,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[0usize],
-              __sv[0usize],
-            );
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_xo,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = __red6[__j];
+              __sm[__v] = true;
+            },
+          );
+          if __vfast {
+            ::kernel_std::__private::device::store_vec_if::<
+              i32,
+              4usize,
+            >(__sp[0], __sm[0], __sv);
+          } else {
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __sp[0],
+                __p_xo,
+                __len_xo,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::store_vec::<
+                i32,
+                4usize,
+              >(__sp[0], __sv);
+            } else {
+              if __sm[0usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[0usize],
+                  __p_xo,
+                  __len_xo,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[0usize],
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[1usize],
+                  __p_xo,
+                  __len_xo,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[1usize],
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[2usize],
+                  __p_xo,
+                  __len_xo,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[2usize],
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize]
+                && ::kernel_std::__private::device::in_bounds(
+                  __sp[3usize],
+                  __p_xo,
+                  __len_xo,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __sp[3usize],
+                  __sv[3usize],
+                );
+              }
+            }
           }
-          if __sm[1usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[1usize],
-              __p_xo,
-              __len_xo,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[1usize],
-              __sv[1usize],
-            );
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            2usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 32usize + __tid) * 4usize;
+            let mut __sp: [*mut i32; 4usize] = [::core::ptr::null_mut(); 4usize];
+            let mut __sv: [i32; 4usize] = [<i32 as ::core::default::Default>::default(); 4usize];
+            let mut __sm: [bool; 4usize] = [false; 4usize];
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
+              4usize,
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_xo,
+                (0i32).wrapping_add((__f) as i32),
+              );
+              __sv[__v] = __red6[__j];
+              __sm[__v] = true;
+            }
+            if __vfast {
+              ::kernel_std::__private::device::store_vec_if::<
+                i32,
+                4usize,
+              >(__sp[0], __sm[0], __sv);
+            } else {
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
+                && ((1i64) == 1i64
+                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
+                && ::kernel_std::__private::device::fits(
+                  __sp[0],
+                  __p_xo,
+                  __len_xo,
+                  4usize,
+                )
+              {
+                ::kernel_std::__private::device::store_vec::<
+                  i32,
+                  4usize,
+                >(__sp[0], __sv);
+              } else {
+                if __sm[0usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[0usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[0usize],
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[1usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[1usize],
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[2usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[2usize],
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize]
+                  && ::kernel_std::__private::device::in_bounds(
+                    __sp[3usize],
+                    __p_xo,
+                    __len_xo,
+                    __fault,
+                    __tag,
+                    3u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::store(
+                    __sp[3usize],
+                    __sv[3usize],
+                  );
+                }
+              }
+            }
+            __jc += 1;
           }
-          if __sm[2usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[2usize],
-              __p_xo,
-              __len_xo,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[2usize],
-              __sv[2usize],
-            );
-          }
-          if __sm[3usize]
-            && ::kernel_std::__private::device::in_bounds(
-              __sp[3usize],
-              __p_xo,
-              __len_xo,
-              __fault,
-              __tag,
-              3u32,
-              ::core::line!(),
-            )
-          {
-            ::kernel_std::__private::device::store(
-              __sp[3usize],
-              __sv[3usize],
-            );
-          }
-        }
-      },
-    );
+        },
+      );
+    }
   }
 }
 #[cfg(any(not(kernel_only), kernel_only = "reduce_layouts"))]

@@ -31,211 +31,406 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     let mut v_2: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-    let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe { ::core::mem::zeroed() };
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
+    let __vfast: bool = {
+      let mut __ok: bool = true;
+      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
+      let mut __jc: usize = 0;
+      while __jc < __nc {
         let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = {
-          let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 256usize) % 8usize) * 1usize
-                    }) as i32,
+        __ok = __ok
+          & ({
+            let __q0 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 0usize);
-                  0usize + ((__pf / 1usize) % 256usize) * 1usize
-                }) as i32,
-              ),
-          );
-          let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 1usize);
-                      0usize + ((__pf / 256usize) % 8usize) * 1usize
-                    }) as i32,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 1usize);
-                  0usize + ((__pf / 1usize) % 256usize) * 1usize
-                }) as i32,
-              ),
-          );
-          let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 2usize);
-                      0usize + ((__pf / 256usize) % 8usize) * 1usize
-                    }) as i32,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 2usize);
-                  0usize + ((__pf / 1usize) % 256usize) * 1usize
-                }) as i32,
-              ),
-          );
-          let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-            ::kernel_std::__private::device::ptr_add(
-              __p_x,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 3usize);
-                      0usize + ((__pf / 256usize) % 8usize) * 1usize
-                    }) as i32,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
                   ),
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  256i64,
                 ),
               ),
-            ),
-            (0i32)
-              .wrapping_add(
-                ({
-                  let __pf: usize = (__f0 + 3usize);
-                  0usize + ((__pf / 1usize) % 256usize) * 1usize
-                }) as i32,
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            (true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              ))
+          } | false);
+        __jc += 1;
+      }
+      __ok
+    };
+    if __vfast {
+      let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
+        ::core::mem::zeroed()
+      };
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = {
+            let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
               ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 1usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 2usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+              ::kernel_std::__private::device::ptr_add(
+                __p_x,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 256usize) % 8usize) * 1usize
+                      }) as i32,
+                    ),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    256i64,
+                  ),
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 3usize);
+                    0usize + ((__pf / 1usize) % 256usize) * 1usize
+                  }) as i32,
+                ),
+            );
+            if __vfast {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else if true && (__q0 as usize) % 16usize == 0
+              && ((1i64) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x,
+                __len_x,
+                4usize,
+              )
+            {
+              ::kernel_std::__private::device::load_vec::<
+                f32,
+                4usize,
+              >(__q0)
+            } else {
+              [
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q0,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q0)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q1,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q1)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q2,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q2)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __q3,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__q3)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+              ]
+            }
+          };
+          __ld0_all[__jc] = __ld0;
+        },
+      );
+      ::kernel_std::__private::device::unroll::<
+        4usize,
+        _,
+      >(
+        #[inline(always)]
+        |__jc: usize| {
+          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__v: usize| {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = __ld0[__v];
+            },
           );
-          if true && (__q0 as usize) % 16usize == 0
-            && ((1i64) == 1i64
-              && (__q3 as usize) == (__q0 as usize) + 12usize)
-            && ::kernel_std::__private::device::fits(
-              __q0,
-              __p_x,
-              __len_x,
+        },
+      );
+    } else {
+      ::core::hint::cold_path();
+      v_2 = ::kernel_std::__private::device::inline_call(
+        #[inline(always)]
+        move || {
+          let __vfast: bool = false;
+          let mut v_2 = v_2;
+          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+            4usize,
+          );
+          let mut __jc: usize = 0;
+          while __jc < __nc {
+            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
+            for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
-            )
-          {
-            ::kernel_std::__private::device::load_vec::<f32, 4usize>(__q0)
-          } else {
-            [
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q0,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q0)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q1,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q1)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q2,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q2)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-              if true
-                && ::kernel_std::__private::device::in_bounds(
-                  __q3,
-                  __p_x,
-                  __len_x,
-                  __fault,
-                  __tag,
-                  0u32,
-                  ::core::line!(),
-                )
-              {
-                ::kernel_std::__private::device::load(__q3)
-              } else {
-                <f32 as ::core::default::Default>::default()
-              },
-            ]
+            ) {
+              let __j: usize = __jc * 4usize + __v;
+              let __f: usize = __f0 + __v;
+              v_2[__j] = {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_x,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 256usize) % 8usize) * 1usize
+                          }) as i32,
+                        ),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        256i64,
+                      ),
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = __f;
+                        0usize + ((__pf / 1usize) % 256usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if true
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_x,
+                    __len_x,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                }
+              };
+            }
+            __jc += 1;
           }
-        };
-        __ld0_all[__jc] = __ld0;
-      },
-    );
-    ::kernel_std::__private::device::unroll::<
-      4usize,
-      _,
-    >(
-      #[inline(always)]
-      |__jc: usize| {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        let __ld0: [f32; 4usize] = __ld0_all[__jc];
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__v: usize| {
-            let __j: usize = __jc * 4usize + __v;
-            let __f: usize = __f0 + __v;
-            v_2[__j] = __ld0[__v];
-          },
-        );
-      },
-    );
+          v_2
+        },
+      );
+    }
     let mut __red1: [f32; 1usize] = unsafe { ::core::mem::zeroed() };
     let mut __p: [f32; 4usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
