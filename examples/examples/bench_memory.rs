@@ -5,7 +5,7 @@
 //! on the same shapes; `scripts/memory_compare.py` joins the two CSVs.
 //!
 //! ```text
-//! bench_memory [--only vector_add,softmax,layer_norm] [--out DIR]
+//! bench_memory [--only vector_add,softmax,layer_norm] [--cols N,N,...] [--out DIR]
 //! ```
 //!
 //! For each kernel and shape: inputs of random values, the output poisoned with NaN, one run
@@ -17,6 +17,10 @@
 //! layer norm `(2 * M * N + 2 * N) * 2` (x read, y written, w and b read; the f32 mean and
 //! rstd, 8 bytes a row, left out). The copy bandwidth is a device-to-device `cuMemcpy` of
 //! 1 GiB, counted as `2 * 1 GiB` (read and write), what `torch.Tensor.copy_` does.
+//!
+//! `--cols` replaces the shapes with rows of 4096 x N for each N given (the fused softmax in f32
+//! and f16, and the layer norm): rows of any length, such as ones not a multiple of 8, whose
+//! starts are not 16-byte aligned.
 //!
 //! Output: a table on stdout and, with `--out DIR`, `DIR/memory.csv` (columns
 //! `kernel,dtype,shape,ours_ms,ours_gbps,copy_gbps,ratio_to_copy`). Without a GPU it says so
@@ -32,7 +36,7 @@ use examples::vector_add::add_kernel;
 use kernel_runtime::testing::{do_bench_gpu, BenchOptions};
 use kernel_runtime::{cdiv, f16, DType, Device, Tensor};
 
-const USAGE: &str = "usage: bench_memory [--only vector_add,softmax,layer_norm] [--out DIR]";
+const USAGE: &str = "usage: bench_memory [--only vector_add,softmax,layer_norm] [--cols N,N,...] [--out DIR]";
 const KERNELS: [&str; 3] = ["vector_add", "softmax", "layer_norm"];
 
 /// One measured point.
@@ -206,6 +210,7 @@ fn layer_norm(dev: &Device, opts: &BenchOptions, m: usize, n: usize) -> Result<P
 fn main() -> Result<()> {
     examples::logging::init_logging();
     let (mut only, mut out): (Vec<String>, Option<PathBuf>) = (KERNELS.iter().map(|k| k.to_string()).collect(), None);
+    let mut cols: Option<Vec<usize>> = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value\n{USAGE}"));
@@ -217,6 +222,14 @@ fn main() -> Result<()> {
                 }
             }
             "--out" => out = Some(PathBuf::from(value("--out")?)),
+            "--cols" => {
+                let list = value("--cols")?;
+                let parsed: Result<Vec<usize>, _> = list.split(',').map(|c| c.trim().parse::<usize>()).collect();
+                match parsed {
+                    Ok(v) if !v.is_empty() && v.iter().all(|&c| c > 0) => cols = Some(v),
+                    _ => bail!("--cols {list}: expected positive column counts separated by commas\n{USAGE}"),
+                }
+            }
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -243,7 +256,18 @@ fn main() -> Result<()> {
             report(vector_add(&dev, &opts, 1 << log2)?);
         }
     }
-    if wants("softmax") {
+    if let Some(cols) = &cols {
+        // The rows of 4096 x cols for the fused softmax and the layer norm only.
+        for &n in cols {
+            if wants("softmax") {
+                report(softmax::<f32>(&dev, &opts, 4096, n, false)?);
+                report(softmax::<f16>(&dev, &opts, 4096, n, false)?);
+            }
+            if wants("layer_norm") {
+                report(layer_norm(&dev, &opts, 4096, n)?);
+            }
+        }
+    } else if wants("softmax") {
         let fused = [128, 256, 512, 1024, 2048, 4096, 5000, 8192, 16384];
         for &cols in &fused {
             report(softmax::<f32>(&dev, &opts, 4096, cols, false)?);
@@ -259,7 +283,7 @@ fn main() -> Result<()> {
             report(softmax::<f16>(&dev, &opts, 1024, cols, false)?);
         }
     }
-    if wants("layer_norm") {
+    if wants("layer_norm") && cols.is_none() {
         for n in [1024, 2048, 4096, 8192] {
             report(layer_norm(&dev, &opts, 4096, n)?);
         }

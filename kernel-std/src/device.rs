@@ -884,46 +884,110 @@ pub unsafe fn store_vec<T: Copy, const N: usize>(p: *mut T, v: [T; N]) {
     }
 }
 
-/// [`load_vec`] when `pred` holds, else `other`, without a branch: the access is a predicated
-/// `ld.global` (global addresses are their generic ones, as for `cp.async`). When `pred`
-/// holds the caller has checked what [`load_vec`] requires; else `p` is not read.
+/// The predicates of an access at `g` (4-byte aligned) whose size is `$mask + 1` bytes: `a` when
+/// `g` is aligned to the whole access, `b` otherwise; each only where the register `c` is
+/// nonzero. PTX text, for the asm blocks below.
+macro_rules! any_preds {
+    ($mask:literal) => {
+        concat!(".reg .pred p, a, b; .reg .b64 m;
+         setp.ne.b32 p, {c}, 0;
+         and.b64 m, {g}, ", $mask, "; setp.eq.and.b64 a, m, 0, p; setp.ne.and.b64 b, m, 0, p;")
+    };
+}
+
+/// 16 bytes at `g` (4-byte aligned) into the words `w` when `c` is nonzero: one access where
+/// `g` is 16-byte aligned, else four 4-byte ones, each form predicated, neither branched.
 #[inline(always)]
-pub unsafe fn load_vec_if<T: Copy, const N: usize>(p: *mut T, pred: bool, other: [T; N]) -> [T; N] {
+unsafe fn ld16_any(g: u64, c: u32, w: &mut [u32; 4]) {
+    unsafe {
+        asm!(
+            concat!("{{ ", any_preds!("15"), "
+             @a ld.global.v4.b32 {{{x}, {y}, {z}, {t}}}, [{g}];
+             @b ld.global.b32 {x}, [{g}]; @b ld.global.b32 {y}, [{g}+4];
+             @b ld.global.b32 {z}, [{g}+8]; @b ld.global.b32 {t}, [{g}+12]; }}"),
+            c = in(reg32) c, g = in(reg64) g,
+            x = inout(reg32) w[0], y = inout(reg32) w[1], z = inout(reg32) w[2], t = inout(reg32) w[3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+}
+
+/// [`ld16_any`] for 8 bytes: one access where `g` is 8-byte aligned, else two 4-byte ones.
+#[inline(always)]
+unsafe fn ld8_any(g: u64, c: u32, w: &mut [u32; 2]) {
+    unsafe {
+        asm!(
+            concat!("{{ ", any_preds!("7"), "
+             @a ld.global.v2.b32 {{{x}, {y}}}, [{g}];
+             @b ld.global.b32 {x}, [{g}]; @b ld.global.b32 {y}, [{g}+4]; }}"),
+            c = in(reg32) c, g = in(reg64) g, x = inout(reg32) w[0], y = inout(reg32) w[1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+}
+
+/// The store counterpart of [`ld16_any`].
+#[inline(always)]
+unsafe fn st16_any(g: u64, c: u32, w: [u32; 4]) {
+    unsafe {
+        asm!(
+            concat!("{{ ", any_preds!("15"), "
+             @a st.global.v4.b32 [{g}], {{{x}, {y}, {z}, {t}}};
+             @b st.global.b32 [{g}], {x}; @b st.global.b32 [{g}+4], {y};
+             @b st.global.b32 [{g}+8], {z}; @b st.global.b32 [{g}+12], {t}; }}"),
+            c = in(reg32) c, g = in(reg64) g,
+            x = in(reg32) w[0], y = in(reg32) w[1], z = in(reg32) w[2], t = in(reg32) w[3],
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// The store counterpart of [`ld8_any`].
+#[inline(always)]
+unsafe fn st8_any(g: u64, c: u32, w: [u32; 2]) {
+    unsafe {
+        asm!(
+            concat!("{{ ", any_preds!("7"), "
+             @a st.global.v2.b32 [{g}], {{{x}, {y}}};
+             @b st.global.b32 [{g}], {x}; @b st.global.b32 [{g}+4], {y}; }}"),
+            c = in(reg32) c, g = in(reg64) g, x = in(reg32) w[0], y = in(reg32) w[1],
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// [`load_vec`] when `pred` holds, else `other`, for a chunk (8, 16 or 32 bytes) whose address
+/// need only be 4-byte aligned: each 16 or 8 bytes are read by one access where the address
+/// allows, else in 4-byte pieces, both forms predicated (global addresses are their generic
+/// ones, as for `cp.async`) and neither branched, so the chunk takes the registers of the
+/// aligned access (2-byte pieces would need temporaries: a 2-byte aligned chunk is the
+/// caller's to send elsewhere). Other sizes: element by element under a branch. The elements
+/// are contiguous and, when `pred` holds, inside their buffer; else `p` is not read.
+#[inline(always)]
+pub unsafe fn load_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, other: [T; N]) -> [T; N] {
     let bytes = N * core::mem::size_of::<T>();
+    let (g, c) = (p as u64, pred as u32);
     unsafe {
         match bytes {
             16 => {
                 let mut w: [u32; 4] = core::mem::transmute_copy(&other);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v4.b32 {{{a}, {b}, {d}, {e}}}, [{g}]; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
-                    a = inout(reg32) w[0], b = inout(reg32) w[1], d = inout(reg32) w[2], e = inout(reg32) w[3],
-                    options(nostack, readonly, preserves_flags),
-                );
+                ld16_any(g, c, &mut w);
+                core::mem::transmute_copy(&w)
+            }
+            32 => {
+                let mut w: [[u32; 4]; 2] = core::mem::transmute_copy(&other);
+                ld16_any(g, c, &mut w[0]);
+                ld16_any(g + 16, c, &mut w[1]);
                 core::mem::transmute_copy(&w)
             }
             8 => {
                 let mut w: [u32; 2] = core::mem::transmute_copy(&other);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.v2.b32 {{{a}, {b}}}, [{g}]; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
-                    a = inout(reg32) w[0], b = inout(reg32) w[1],
-                    options(nostack, readonly, preserves_flags),
-                );
-                core::mem::transmute_copy(&w)
-            }
-            4 => {
-                let mut w: u32 = core::mem::transmute_copy(&other);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p ld.global.b32 {a}, [{g}]; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = inout(reg32) w,
-                    options(nostack, readonly, preserves_flags),
-                );
+                ld8_any(g, c, &mut w);
                 core::mem::transmute_copy(&w)
             }
             _ => {
                 if pred {
-                    load_vec(p)
+                    core::array::from_fn(|i| core::ptr::read(p.add(i)))
                 } else {
                     other
                 }
@@ -932,40 +996,26 @@ pub unsafe fn load_vec_if<T: Copy, const N: usize>(p: *mut T, pred: bool, other:
     }
 }
 
-/// [`store_vec`] when `pred` holds, without a branch (a predicated `st.global`); else nothing.
+/// [`store_vec`] when `pred` holds, else nothing, for a chunk whose address need only be 4-byte
+/// aligned (the counterpart of [`load_vec_any`]).
 #[inline(always)]
-pub unsafe fn store_vec_if<T: Copy, const N: usize>(p: *mut T, pred: bool, v: [T; N]) {
+pub unsafe fn store_vec_any<T: Copy, const N: usize>(p: *mut T, pred: bool, v: [T; N]) {
     let bytes = N * core::mem::size_of::<T>();
+    let (g, c) = (p as u64, pred as u32);
     unsafe {
         match bytes {
-            16 => {
-                let w: [u32; 4] = core::mem::transmute_copy(&v);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v4.b32 [{g}], {{{a}, {b}, {d}, {e}}}; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64,
-                    a = in(reg32) w[0], b = in(reg32) w[1], d = in(reg32) w[2], e = in(reg32) w[3],
-                    options(nostack, preserves_flags),
-                );
+            16 => st16_any(g, c, core::mem::transmute_copy(&v)),
+            32 => {
+                let w: [[u32; 4]; 2] = core::mem::transmute_copy(&v);
+                st16_any(g, c, w[0]);
+                st16_any(g + 16, c, w[1]);
             }
-            8 => {
-                let w: [u32; 2] = core::mem::transmute_copy(&v);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.v2.b32 [{g}], {{{a}, {b}}}; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = in(reg32) w[0], b = in(reg32) w[1],
-                    options(nostack, preserves_flags),
-                );
-            }
-            4 => {
-                let w: u32 = core::mem::transmute_copy(&v);
-                asm!(
-                    "{{ .reg .pred p; setp.ne.b32 p, {c}, 0; @p st.global.b32 [{g}], {a}; }}",
-                    c = in(reg32) pred as u32, g = in(reg64) p as u64, a = in(reg32) w,
-                    options(nostack, preserves_flags),
-                );
-            }
+            8 => st8_any(g, c, core::mem::transmute_copy(&v)),
             _ => {
                 if pred {
-                    store_vec(p, v)
+                    for (i, x) in v.into_iter().enumerate() {
+                        core::ptr::write(p.add(i), x);
+                    }
                 }
             }
         }

@@ -345,8 +345,18 @@ impl DevGen<'_> {
             }
             ExprKind::Load { ptr, mask, other } => {
                 if matches!(at, At::Own) {
-                    if let Some(chunk) = self.prefetched.borrow().get(&id) {
-                        return quote!(#chunk[__v]);
+                    let pre = self.prefetched.borrow().get(&id).cloned();
+                    match (pre, mask) {
+                        (Some((chunk, true)), Some(m)) => {
+                            let vm = self.operand(id, *m, at);
+                            let o = match other {
+                                Some(o) => self.operand(id, *o, at),
+                                None => quote!(<#t as ::core::default::Default>::default()),
+                            };
+                            return quote!(if #vm { #chunk[__v] } else { #o });
+                        }
+                        (Some((chunk, _)), _) => return quote!(#chunk[__v]),
+                        (None, _) => {}
                     }
                 }
                 let p = self.operand(id, *ptr, at);

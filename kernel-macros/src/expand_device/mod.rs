@@ -228,8 +228,9 @@ struct DevGen<'a> {
     iter_layout: Cell<Layout>,
     counter: Cell<usize>,
     /// Loads of the phase being generated that were read ahead for the whole chunk (one vector
-    /// access): their element is `ident[__v]`.
-    prefetched: RefCell<HashMap<ExprId, Ident>>,
+    /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
+    /// chunks may be read whole across the mask's edge), that element where the mask holds.
+    prefetched: RefCell<HashMap<ExprId, (Ident, bool)>>,
     /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
     tma: RefCell<Vec<TmaDesc>>,
     /// The code of the kernel's body after the loop being generated, when that loop is a

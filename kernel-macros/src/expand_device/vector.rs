@@ -86,7 +86,7 @@ impl DevGen<'_> {
         for l in &loads {
             let name = self.fresh("ld");
             load_code.push(self.chunk_load(*l, v, &name, split.is_some()));
-            names.insert(*l, name.clone());
+            names.insert(*l, (name.clone(), split.is_some()));
             load_names.push(name);
         }
         let saved_pre = self.prefetched.replace(names);
@@ -194,11 +194,12 @@ impl DevGen<'_> {
     }
 
     /// The test, for the chunk at `__f0`, that every access of a phase (its chunk-read `loads`
-    /// and the store of `out`) can go by one vector access: `Some` when the phase may be split
+    /// and the store of `out`) can go by predicated whole-chunk accesses (`load_vec_any`,
+    /// `store_vec_any`; the mask applied per element): the chunk is contiguous, 4-byte aligned
+    /// and inside its buffer, or masked out entirely. `Some` when the phase may be split
     /// ([`Self::may_split`], [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`]
     /// chunk accesses, and each access has a test reading no per-thread array (evaluated ahead
-    /// of the element code, such a read would go through shared memory). A chunk passes when it
-    /// can go by one vector access or is masked out entirely.
+    /// of the element code, such a read would go through shared memory).
     fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut) -> Option<TokenStream> {
         let k = self.k;
         let v = self.vec_width(numel);
@@ -217,9 +218,9 @@ impl DevGen<'_> {
                 let p = self.operand(*l, ptr, &At::Flat(quote!((__f0 + #i))));
                 quote!(let #qi = #p;)
             });
-            let test = self.chunk_test(*l, v)?;
+            let test = self.chunk_test(*l, v, false, false)?;
             let out = self.chunk_masked_out(*l, mask, v);
-            tests.push(quote!(({ #(#ptrs)* (#test) } | #out)));
+            tests.push(quote!(({ #(#ptrs)* (__q0 as usize) % 4 == 0 && #test } | #out)));
         }
         tests.extend(out.store_test.clone());
         Some(quote!(#(#tests)&*))
@@ -251,11 +252,12 @@ impl DevGen<'_> {
     }
 
     /// A phase split in two: `__vfast` is true when every chunk of the thread passes `test` (see
-    /// [`Self::split_test`]); then `code` runs with one predicated vector access per chunk and
-    /// access and no test (the chunk code's `if __vfast` branches fold); else `slow`, loops over the
-    /// chunks and their elements with the per-chunk tests and element-by-element accesses,
-    /// runs on a copy of `dest` (indexed by the loop counters, the copy lives in local memory,
-    /// `dest` itself stays in registers), which it returns.
+    /// [`Self::split_test`]); then `code` runs with predicated accesses (one per chunk where the
+    /// chunk is aligned to its size, else 4-byte pieces) and no test (the chunk code's
+    /// `if __vfast` branches fold); else `slow`, loops over the chunks and their elements with
+    /// the per-chunk tests and element-by-element accesses, runs on a copy of `dest` (indexed
+    /// by the loop counters, the copy lives in local memory, `dest` itself stays in registers),
+    /// which it returns.
     #[allow(clippy::too_many_arguments)]
     fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &TokenStream, code: TokenStream, slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
         let d = &self.d;
@@ -338,7 +340,7 @@ impl DevGen<'_> {
             let ok = self.in_bounds_code(ptr, &quote!(#qi), span);
             quote!(if #m && #ok { #d::load(#qi) } else { #o })
         });
-        let Some(test) = self.chunk_test(load, v) else {
+        let Some(test) = self.chunk_test(load, v, true, true) else {
             return quote! {
                 let #name: [#e; #v] = { #(let #q: *mut #e = #ptrs;)* [#(#scalar),*] };
             };
@@ -355,15 +357,11 @@ impl DevGen<'_> {
                 };
             };
         }
-        // In a split phase's fast copy (`__vfast`) the chunk is known to be whole and unmasked or
-        // all masked out: its first element's mask tells which.
-        let fast = match mask {
-            Some(_) => {
-                let m0 = &masks[0];
-                quote!(#d::load_vec_if::<#e, #v>(__q0, #m0, [#(#others),*]))
-            }
-            None => quote!(#d::load_vec::<#e, #v>(__q0)),
-        };
+        // In a split phase's fast copy (`__vfast`) the chunk is known to be inside its buffer and
+        // 4-byte aligned, or masked out entirely (then not read); the element code applies the
+        // mask (a chunk across the mask's edge is read whole).
+        let out = self.chunk_masked_out(load, mask, v);
+        let fast = quote!(#d::load_vec_any::<#e, #v>(__q0, !#out, [#(#others),*]));
         quote! {
             let #name: [#e; #v] = {
                 #(let #q: *mut #e = #ptrs;)*
@@ -390,9 +388,10 @@ impl DevGen<'_> {
     }
 
     /// Whether the chunk of `load` from flat index `__f0` (its pointers bound to `__q0` ..
-    /// `__q{v-1}`) can be read with one vector access: contiguous, aligned to the access, inside
-    /// its buffer and unmasked. `None` when no vector access reads `v` such elements.
-    fn chunk_test(&self, load: ExprId, v: usize) -> Option<TokenStream> {
+    /// `__q{v-1}`) can be read with one vector access: contiguous, aligned to the access (where
+    /// `aligned`), inside its buffer and unmasked (where `masked`). `None` when no vector access
+    /// reads `v` such elements.
+    fn chunk_test(&self, load: ExprId, v: usize, aligned: bool, masked: bool) -> Option<TokenStream> {
         let k = self.k;
         let ExprKind::Load { ptr, mask, .. } = k.exprs[load].kind else { return None };
         let ty = &k.exprs[load].ty;
@@ -400,7 +399,7 @@ impl DevGen<'_> {
         // The mask holds on the whole chunk: tested at its ends when the analysis allows
         // (the chunk lies in one row), else element by element.
         let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
-        let all = match mask {
+        let all = match mask.filter(|_| masked) {
             None => quote!(true),
             Some(m) => in_row.then(|| self.load_chunk_all(load, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
                 let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
@@ -413,7 +412,8 @@ impl DevGen<'_> {
         let q: Vec<TokenStream> = (0..v).map(|i| { let qi = format_ident!("__q{}", i); quote!(#qi) }).collect();
         let contiguous = Self::chunk_contiguous(step, &q, size);
         let fits = self.fits_code(ptr, &quote!(__q0), v);
-        Some(quote!(#all && (__q0 as usize) % #bytes == 0 #contiguous && #fits))
+        let align = aligned.then(|| quote!(&& (__q0 as usize) % #bytes == 0));
+        Some(quote!(#all #align #contiguous && #fits))
     }
 
     /// A store of a block of `numel` elements in chunks (cyclic with `vec_width > 1`, or the
@@ -469,7 +469,20 @@ impl DevGen<'_> {
                     }
                 };
                 // In a split phase's fast copy the chunk is whole and unmasked or all masked out.
-                let split = quote!(if __vfast { #d::store_vec_if::<#e, #v>(__sp[0], __sm[0], __sv); } else { #checked });
+                // In a split phase's fast copy the chunk is inside its buffer and 4-byte aligned,
+                // or masked out entirely: written whole where the mask holds on all of it, else
+                // element by element where it holds.
+                let split = quote! {
+                    if __vfast {
+                        if true #(&& __sm[#idx])* {
+                            #d::store_vec_any::<#e, #v>(__sp[0], true, __sv);
+                        } else {
+                            #(if __sm[#idx] { #d::store(__sp[0].add(#idx), __sv[#idx]); })*
+                        }
+                    } else {
+                        #checked
+                    }
+                };
                 (checked, Some(split))
             }
         };
@@ -509,13 +522,14 @@ impl DevGen<'_> {
         }
     }
 
-    /// The test that the chunk from flat index `__f0` of a store in the cyclic layout can be
-    /// written with one vector access (as the chunk code tests it from the values it computed):
-    /// contiguous, aligned, inside the buffer and unmasked. `None` when no vector access
-    /// writes such a chunk or the pointers or mask read a per-thread array.
+    /// The test, in a split phase, that the chunk from flat index `__f0` of a store in the
+    /// cyclic layout can be written by `store_vec_any` (or, across the mask's edge, element by
+    /// element without further tests): contiguous, 4-byte aligned and inside the buffer, or
+    /// masked out entirely. `None` when no vector access writes such a
+    /// chunk or the pointers or mask read a per-thread array.
     fn store_chunk_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> Option<TokenStream> {
         let ty = &self.k.exprs[value].ty;
-        let bytes = self.vector_bytes(&ty.elem, v)?;
+        self.vector_bytes(&ty.elem, v)?;
         if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
             return None;
         }
@@ -523,18 +537,11 @@ impl DevGen<'_> {
         let q: Vec<Ident> = (0..v).map(|i| format_ident!("__s{}", i)).collect();
         let ptrs: Vec<TokenStream> = (0..v).map(|i| self.ev(ptr, &at(i))).collect();
         let in_row = self.shapes[ptr].last().is_some_and(|n| n % v == 0);
-        let all = match mask {
-            None => quote!(true),
-            Some(m) => in_row.then(|| self.load_chunk_all(ptr, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
-                let masks = (0..v).map(|i| self.operand(ptr, m, &at(i)));
-                quote!((true #(&& #masks)*))
-            }),
-        };
         let step = in_row.then(|| self.col_step(ptr, true, &At::Flat(quote!((__f0))))).flatten();
         let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), elem_size(&ty.elem));
         let fits = self.fits_code(ptr, &quote!(__s0), v);
         let out = self.chunk_masked_out(ptr, mask, v);
-        Some(quote!(({ #(let #q = #ptrs;)* (#all && (__s0 as usize) % #bytes == 0 #contiguous && #fits) } | #out)))
+        Some(quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % 4 == 0 #contiguous && #fits) } | #out)))
     }
 
     /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds

@@ -136,7 +136,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                   }) as i32,
                 ),
             );
-            (true && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -144,7 +144,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                 __p_x,
                 __len_x,
                 4usize,
-              ))
+              )
           } | false);
         __jc += 1;
       }
@@ -259,10 +259,19 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                 ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
-              >(__q0)
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
             } else if true && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
@@ -746,7 +755,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                   }) as i32,
                 ),
             );
-            (true && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -835,10 +844,39 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -999,10 +1037,39 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
               __sm[__v] = true;
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1221,7 +1288,7 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                   }) as i32,
                 ),
             );
-            (true && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -1289,10 +1356,39 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1432,10 +1528,39 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
               __sm[__v] = true;
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

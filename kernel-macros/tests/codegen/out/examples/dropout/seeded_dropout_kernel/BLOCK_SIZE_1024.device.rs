@@ -86,7 +86,17 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               ),
             );
-            ({
+            (__q0 as usize) % 4 == 0 && true
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__q3 as usize) == (__q0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __q0,
+                __p_x_ptr,
+                __len_x_ptr,
+                4usize,
+              )
+          }
+            | {
               let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
@@ -107,44 +117,9 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               );
               let __c2 = __p_n_elements;
               <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x1,
-                  __c2,
-                )
-            } && (__q0 as usize) % 16usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c5 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                  __x0,
+                  __c2,
                 )
             });
         __jc += 1;
@@ -152,7 +127,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
       __ok
     };
     if __vfast {
-      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld3_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -162,7 +137,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld6: [f32; 4usize] = {
+          let __ld3: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::add(
@@ -212,23 +187,40 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+                !{
+                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_n_elements,
-                ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c9 = __p_n_elements;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x7,
+                      __c9,
+                    )
+                },
                 [
                   <f32 as ::core::default::Default>::default(),
                   <f32 as ::core::default::Default>::default(),
@@ -237,7 +229,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -246,7 +238,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -255,11 +247,11 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c9 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+              let __c6 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x8,
-                  __c9,
+                  __x5,
+                  __c6,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
@@ -384,7 +376,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          __ld6_all[__jc] = __ld6;
+          __ld3_all[__jc] = __ld3;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -394,7 +386,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          let __ld3: [f32; 4usize] = __ld3_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -420,7 +412,22 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 __p_p,
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::div(
-                  __ld6[__v],
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        ::kernel_std::__private::device::program_id(0u32),
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          1024i64,
+                        ),
+                      ),
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n_elements,
+                  ) {
+                    __ld3[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
                   <f32 as ::kernel_std::__private::device::Num>::sub(
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       1f64,
@@ -588,7 +595,17 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               ),
             );
-            ({
+            ((__s0 as usize) % 4 == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              ))
+          }
+            | {
               let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
@@ -612,47 +629,9 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 __x11,
                 __x10,
               )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x11,
-                  __c12,
-                )
-            } && (__s0 as usize) % 16usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c15 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x14,
-                __x13,
-              )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __c15,
+                  __x10,
+                  __c12,
                 )
             });
         __jc += 1;
@@ -706,10 +685,39 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -842,10 +850,39 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

@@ -232,7 +232,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                     ),
                   ),
                 );
-                ((<i32 as ::kernel_std::__private::device::Num>::lt(
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    4usize,
+                  )
+              }
+                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     i_4,
                     (0i32)
@@ -244,8 +254,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       ),
                   ),
                   __p_M,
-                )
-                  && {
+                ))
+                  || {
                     let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
@@ -281,72 +291,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       __x3,
                       __x2,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x3,
-                        __c4,
-                      )
-                  }) && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_dw_ptr,
-                    __len_dw_ptr,
-                    4usize,
-                  ))
-              }
-                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ))
-                  || {
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c7 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x6,
-                      __x5,
-                    )
                       && <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x5,
-                        __c7,
+                        __x2,
+                        __c4,
                       )
                   }));
             __jc += 1;
@@ -354,7 +301,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           __ok
         };
         if __vfast {
-          let mut __ld8_all: [[f32; 4usize]; 8usize] = unsafe {
+          let mut __ld5_all: [[f32; 4usize]; 8usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -364,7 +311,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld8: [f32; 4usize] = {
+              let __ld5: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_dw_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -498,27 +445,26 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          i_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
+                    !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                      __p_M,
+                    ))
+                      || {
+                        let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_0,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -528,14 +474,36 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                               }) as i32,
                             ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
+                        );
+                        let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c11 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x10,
+                          __x9,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x9,
+                            __c11,
+                          )
+                      }),
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -565,7 +533,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   __p_M,
                 )
                   && {
-                    let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -580,7 +548,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           }) as i32,
                         ),
                     );
-                    let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -595,14 +563,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           }) as i32,
                         ),
                     );
-                    let __c11 = __p_N;
+                    let __c8 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __x9,
+                      __x7,
+                      __x6,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x10,
-                        __c11,
+                        __x7,
+                        __c8,
                       )
                   }) && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
@@ -819,7 +787,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   ]
                 }
               };
-              __ld8_all[__jc] = __ld8;
+              __ld5_all[__jc] = __ld5;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -829,7 +797,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld8: [f32; 4usize] = __ld8_all[__jc];
+              let __ld5: [f32; 4usize] = __ld5_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -840,7 +808,45 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   let __f: usize = __f0 + __v;
                   dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     dw_2[__j],
-                    __ld8[__v],
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ) {
+                      __ld5[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
                   );
                 },
               );
@@ -1100,7 +1106,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                     ),
                   ),
                 );
-                ((<i32 as ::kernel_std::__private::device::Num>::lt(
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    4usize,
+                  )
+              }
+                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     i_4,
                     (0i32)
@@ -1112,8 +1128,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       ),
                   ),
                   __p_M,
-                )
-                  && {
+                ))
+                  || {
                     let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
@@ -1149,72 +1165,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                       __x13,
                       __x12,
                     )
-                      && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x13,
-                        __c14,
-                      )
-                  }) && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_db_ptr,
-                    __len_db_ptr,
-                    4usize,
-                  ))
-              }
-                | ((!<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    i_4,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_M,
-                ))
-                  || {
-                    let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    let __c17 = __p_N;
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x16,
-                      __x15,
-                    )
                       && <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x15,
-                        __c17,
+                        __x12,
+                        __c14,
                       )
                   }));
             __jc += 1;
@@ -1222,7 +1175,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
           __ok
         };
         if __vfast {
-          let mut __ld18_all: [[f32; 4usize]; 8usize] = unsafe {
+          let mut __ld15_all: [[f32; 4usize]; 8usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1232,7 +1185,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld18: [f32; 4usize] = {
+              let __ld15: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_db_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1366,27 +1319,26 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          i_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_M,
+                    !((!<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        i_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
                       ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
+                      __p_M,
+                    ))
+                      || {
+                        let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             pid_0,
                             <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1396,14 +1348,36 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           (0i32)
                             .wrapping_add(
                               ({
-                                let __pf: usize = (__f0 + 0usize);
+                                let __pf: usize = (__f0);
                                 0usize + ((__pf / 1usize) % 128usize) * 1usize
                               }) as i32,
                             ),
-                        ),
-                        __p_N,
-                      ),
-                    ),
+                        );
+                        let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c21 = __p_N;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __x19,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::ge(
+                            __x19,
+                            __c21,
+                          )
+                      }),
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -1433,7 +1407,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   __p_M,
                 )
                   && {
-                    let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1448,7 +1422,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           }) as i32,
                         ),
                     );
-                    let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         pid_0,
                         <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1463,14 +1437,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                           }) as i32,
                         ),
                     );
-                    let __c21 = __p_N;
+                    let __c18 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x20,
-                      __x19,
+                      __x17,
+                      __x16,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x20,
-                        __c21,
+                        __x17,
+                        __c18,
                       )
                   }) && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add((0i64).wrapping_add(1i64))) == 1i64
@@ -1687,7 +1661,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   ]
                 }
               };
-              __ld18_all[__jc] = __ld18;
+              __ld15_all[__jc] = __ld15;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1697,7 +1671,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-              let __ld18: [f32; 4usize] = __ld18_all[__jc];
+              let __ld15: [f32; 4usize] = __ld15_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -1708,7 +1682,45 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                   let __f: usize = __f0 + __v;
                   db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     db_3[__j],
-                    __ld18[__v],
+                    if <bool as ::kernel_std::__private::device::Int>::and(
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          i_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_M,
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              128i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = __f;
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_N,
+                      ),
+                    ) {
+                      __ld15[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
                   );
                 },
               );

@@ -95,16 +95,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               dy_row_4,
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c2 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x1,
-                  __c2,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -112,16 +103,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __p_dy_ptr,
                 __len_dy_ptr,
                 4usize,
-              ))
+              )
           }
             | {
-              let __x3 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x4 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c5 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c2 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                  __x0,
+                  __c2,
                 )
             });
         __jc += 1;
@@ -129,7 +120,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       __ok
     };
     if __vfast {
-      let mut __ld6_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -139,7 +130,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld6: [f32; 4usize] = {
+          let __ld3: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               dy_row_4,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -157,15 +148,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_N,
-                ),
+                !{
+                  let __x7 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c9 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x7,
+                      __c9,
+                    )
+                },
                 [
                   <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                     0f64,
@@ -182,13 +182,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c9 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+              let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c6 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x8,
-                  __c9,
+                  __x5,
+                  __c6,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -289,7 +289,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld6_all[__jc] = __ld6;
+          __ld3_all[__jc] = __ld3;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -299,7 +299,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          let __ld3: [f32; 4usize] = __ld3_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -308,7 +308,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             |__v: usize| {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              dy_12[__j] = __ld6[__v];
+              dy_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                __ld3[__v]
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
             },
           );
         },
@@ -425,19 +434,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               x_row_3,
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x10 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x11 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c12 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x11,
-                __x10,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x11,
-                  __c12,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -445,19 +442,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __p_x_ptr,
                 __len_x_ptr,
                 4usize,
-              ))
+              )
           }
             | {
-              let __x13 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x14 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c15 = __p_N;
+              let __x10 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x11 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c12 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x14,
-                __x13,
+                __x11,
+                __x10,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x13,
-                  __c15,
+                  __x10,
+                  __c12,
                 )
             });
         __jc += 1;
@@ -465,7 +462,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       __ok
     };
     if __vfast {
-      let mut __ld16_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld13_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -475,7 +472,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld16: [f32; 4usize] = {
+          let __ld13: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               x_row_3,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -493,15 +490,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_N,
-                ),
+                !{
+                  let __x17 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x18 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c19 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x18,
+                    __x17,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x17,
+                      __c19,
+                    )
+                },
                 [
                   <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                     0f64,
@@ -518,16 +524,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x17 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x18 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c19 = __p_N;
+              let __x14 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x15 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c16 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x18,
-                __x17,
+                __x15,
+                __x14,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x18,
-                  __c19,
+                  __x15,
+                  __c16,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -628,7 +634,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld16_all[__jc] = __ld16;
+          __ld13_all[__jc] = __ld13;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -638,7 +644,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld16: [f32; 4usize] = __ld16_all[__jc];
+          let __ld13: [f32; 4usize] = __ld13_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -649,7 +655,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               let __f: usize = __f0 + __v;
               xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
-                  __ld16[__v],
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __ld13[__v]
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  },
                   mean_14,
                 ),
                 rstd_15,
@@ -740,19 +755,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               __p_w_ptr,
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x20 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x21 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c22 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x21,
-                __x20,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x21,
-                  __c22,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -760,19 +763,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 __p_w_ptr,
                 __len_w_ptr,
                 4usize,
-              ))
+              )
           }
             | {
-              let __x23 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x24 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c25 = __p_N;
+              let __x20 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x21 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c22 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x24,
-                __x23,
+                __x21,
+                __x20,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x23,
-                  __c25,
+                  __x20,
+                  __c22,
                 )
             });
         __jc += 1;
@@ -780,7 +783,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       __ok
     };
     if __vfast {
-      let mut __ld26_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld23_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -790,7 +793,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld26: [f32; 4usize] = {
+          let __ld23: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_w_ptr,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -808,15 +811,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_N,
-                ),
+                !{
+                  let __x27 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c29 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x28,
+                    __x27,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x27,
+                      __c29,
+                    )
+                },
                 [
                   <f32 as ::core::default::Default>::default(),
                   <f32 as ::core::default::Default>::default(),
@@ -825,16 +837,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x27 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c29 = __p_N;
+              let __x24 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x25 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c26 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x28,
-                __x27,
+                __x25,
+                __x24,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x28,
-                  __c29,
+                  __x25,
+                  __c26,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -927,7 +939,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld26_all[__jc] = __ld26;
+          __ld23_all[__jc] = __ld23;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -937,7 +949,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld26: [f32; 4usize] = __ld26_all[__jc];
+          let __ld23: [f32; 4usize] = __ld23_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -947,7 +959,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
               wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                __ld26[__v],
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_N,
+                ) {
+                  __ld23[__v]
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
                 dy_12[__j],
               );
             },
@@ -1325,19 +1344,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               dx_row_5,
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x32 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x33 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c34 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x33,
-                __x32,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x33,
-                  __c34,
-                )
-            } && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -1348,16 +1355,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ))
           }
             | {
-              let __x35 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x36 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c37 = __p_N;
+              let __x32 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x33 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c34 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x36,
-                __x35,
+                __x33,
+                __x32,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x35,
-                  __c37,
+                  __x32,
+                  __c34,
                 )
             });
         __jc += 1;
@@ -1425,10 +1432,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1575,10 +1611,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1865,19 +1930,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              ({
-                let __x38 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x39 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c40 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x39,
-                  __x38,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x39,
-                    __c40,
-                  )
-              } && (__q0 as usize) % 16usize == 0
+              (__q0 as usize) % 4 == 0 && true
                 && ((1i64) == 1i64
                   && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
@@ -1885,19 +1938,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   __p_dw_ptr,
                   __len_dw_ptr,
                   4usize,
-                ))
+                )
             }
               | {
-                let __x41 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x42 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c43 = __p_N;
+                let __x35 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x36 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c37 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x42,
-                  __x41,
+                  __x36,
+                  __x35,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x41,
-                    __c43,
+                    __x35,
+                    __c37,
                   )
               });
           __jc += 1;
@@ -1905,7 +1958,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         __ok
       };
       if __vfast {
-        let mut __ld44_all: [[f32; 4usize]; 4usize] = unsafe {
+        let mut __ld38_all: [[f32; 4usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -1915,7 +1968,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld44: [f32; 4usize] = {
+            let __ld38: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_dw_ptr,
@@ -1957,15 +2010,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
               if __vfast {
-                ::kernel_std::__private::device::load_vec_if::<
+                ::kernel_std::__private::device::load_vec_any::<
                   f32,
                   4usize,
                 >(
                   __q0,
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    __p_N,
-                  ),
+                  !{
+                    let __x42 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x43 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c44 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x43,
+                      __x42,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x42,
+                        __c44,
+                      )
+                  },
                   [
                     <f32 as ::core::default::Default>::default(),
                     <f32 as ::core::default::Default>::default(),
@@ -1974,16 +2036,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   ],
                 )
               } else if {
-                let __x45 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x46 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c47 = __p_N;
+                let __x39 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x40 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c41 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x46,
-                  __x45,
+                  __x40,
+                  __x39,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x46,
-                    __c47,
+                    __x40,
+                    __c41,
                   )
               } && (__q0 as usize) % 16usize == 0
                 && ((1i64) == 1i64
@@ -2076,7 +2138,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ]
               }
             };
-            __ld44_all[__jc] = __ld44;
+            __ld38_all[__jc] = __ld38;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -2086,7 +2148,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld44: [f32; 4usize] = __ld44_all[__jc];
+            let __ld38: [f32; 4usize] = __ld38_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -2097,7 +2159,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 let __f: usize = __f0 + __v;
                 partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   partial_dw_23[__j],
-                  __ld44[__v],
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __ld38[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
                 );
               },
             );
@@ -2209,19 +2278,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              ({
-                let __x48 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x49 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c50 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x49,
-                  __x48,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x49,
-                    __c50,
-                  )
-              } && (__q0 as usize) % 16usize == 0
+              (__q0 as usize) % 4 == 0 && true
                 && ((1i64) == 1i64
                   && (__q3 as usize) == (__q0 as usize) + 12usize)
                 && ::kernel_std::__private::device::fits(
@@ -2229,19 +2286,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   __p_db_ptr,
                   __len_db_ptr,
                   4usize,
-                ))
+                )
             }
               | {
-                let __x51 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x52 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c53 = __p_N;
+                let __x45 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x46 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c47 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x52,
-                  __x51,
+                  __x46,
+                  __x45,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x51,
-                    __c53,
+                    __x45,
+                    __c47,
                   )
               });
           __jc += 1;
@@ -2249,7 +2306,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         __ok
       };
       if __vfast {
-        let mut __ld54_all: [[f32; 4usize]; 4usize] = unsafe {
+        let mut __ld48_all: [[f32; 4usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -2259,7 +2316,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld54: [f32; 4usize] = {
+            let __ld48: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_db_ptr,
@@ -2301,15 +2358,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
               if __vfast {
-                ::kernel_std::__private::device::load_vec_if::<
+                ::kernel_std::__private::device::load_vec_any::<
                   f32,
                   4usize,
                 >(
                   __q0,
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    __p_N,
-                  ),
+                  !{
+                    let __x52 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x53 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c54 = __p_N;
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x53,
+                      __x52,
+                    )
+                      && <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x52,
+                        __c54,
+                      )
+                  },
                   [
                     <f32 as ::core::default::Default>::default(),
                     <f32 as ::core::default::Default>::default(),
@@ -2318,16 +2384,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   ],
                 )
               } else if {
-                let __x55 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x56 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c57 = __p_N;
+                let __x49 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x50 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c51 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x56,
-                  __x55,
+                  __x50,
+                  __x49,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x56,
-                    __c57,
+                    __x50,
+                    __c51,
                   )
               } && (__q0 as usize) % 16usize == 0
                 && ((1i64) == 1i64
@@ -2420,7 +2486,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ]
               }
             };
-            __ld54_all[__jc] = __ld54;
+            __ld48_all[__jc] = __ld48;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -2430,7 +2496,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld54: [f32; 4usize] = __ld54_all[__jc];
+            let __ld48: [f32; 4usize] = __ld48_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -2441,7 +2507,14 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 let __f: usize = __f0 + __v;
                 partial_db_24[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   partial_db_24[__j],
-                  __ld54[__v],
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __ld48[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
                 );
               },
             );
@@ -2555,19 +2628,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x58 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x59 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c60 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x59,
-                __x58,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x59,
-                  __c60,
-                )
-            } && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -2578,16 +2639,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ))
           }
             | {
-              let __x61 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x62 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c63 = __p_N;
+              let __x55 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x56 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c57 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x62,
-                __x61,
+                __x56,
+                __x55,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x61,
-                  __c63,
+                  __x55,
+                  __c57,
                 )
             });
         __jc += 1;
@@ -2631,10 +2692,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -2757,10 +2847,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -2898,19 +3017,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            ({
-              let __x64 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x65 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c66 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x65,
-                __x64,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x65,
-                  __c66,
-                )
-            } && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -2921,16 +3028,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ))
           }
             | {
-              let __x67 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x68 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c69 = __p_N;
+              let __x58 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x59 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c60 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x68,
-                __x67,
+                __x59,
+                __x58,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x67,
-                  __c69,
+                  __x58,
+                  __c60,
                 )
             });
         __jc += 1;
@@ -2974,10 +3081,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -3100,10 +3236,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

@@ -119,7 +119,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    4usize,
+                  )
+              }
+                | {
                   let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -133,37 +143,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x1,
                     __x0,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __c5,
+                      __x0,
+                      __c2,
                     )
                 });
             __jc += 1;
@@ -171,7 +153,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld6_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -181,7 +163,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld6: [f32; 4usize] = {
+              let __ld3: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -211,18 +193,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c9 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __c9,
+                        )
+                    },
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -239,22 +233,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c9 = __p_N;
+                  let __c6 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
+                      __x5,
+                      __c6,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -367,7 +361,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld6_all[__jc] = __ld6;
+              __ld3_all[__jc] = __ld3;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -377,7 +371,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld6: [f32; 4usize] = __ld6_all[__jc];
+              let __ld3: [f32; 4usize] = __ld3_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -388,7 +382,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   let __f: usize = __f0 + __v;
                   _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     _mean_3[__j],
-                    __ld6[__v],
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      __ld3[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
                   );
                 },
               );
@@ -665,7 +671,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    4usize,
+                  )
+              }
+                | {
                   let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -679,37 +695,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x12,
                     __x11,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x12,
-                      __c13,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c16 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x15,
-                    __x14,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x14,
-                      __c16,
+                      __x11,
+                      __c13,
                     )
                 });
             __jc += 1;
@@ -717,7 +705,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld17_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld14_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -727,7 +715,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld17: [f32; 4usize] = {
+              let __ld14: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -757,18 +745,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c20 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x19,
+                        __x18,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x18,
+                          __c20,
+                        )
+                    },
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -785,22 +785,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c20 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x16,
+                      __c17,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -913,7 +913,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld17_all[__jc] = __ld17;
+              __ld14_all[__jc] = __ld14;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -923,7 +923,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld17: [f32; 4usize] = __ld17_all[__jc];
+              let __ld14: [f32; 4usize] = __ld14_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -940,7 +940,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __p_N,
                   ) {
                     <f32 as ::kernel_std::__private::device::Num>::sub(
-                      __ld17[__v],
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld14[__v]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
                       mean_7,
                     )
                   } else {
@@ -1279,7 +1291,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    4usize,
+                  )
+              }
+                | {
                   let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1293,37 +1315,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x23,
                     __x22,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x23,
-                      __c24,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c27 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x25,
-                      __c27,
+                      __x22,
+                      __c24,
                     )
                 });
             __jc += 1;
@@ -1331,7 +1325,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld28_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld25_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1341,7 +1335,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld28: [f32; 4usize] = {
+              let __ld25: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1371,18 +1365,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c31 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x30,
+                        __x29,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x29,
+                          __c31,
+                        )
+                    },
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -1399,22 +1405,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c31 = __p_N;
+                  let __c28 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x30,
-                    __x29,
+                    __x27,
+                    __x26,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x30,
-                      __c31,
+                      __x27,
+                      __c28,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1527,7 +1533,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld28_all[__jc] = __ld28;
+              __ld25_all[__jc] = __ld25;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1537,7 +1543,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld28: [f32; 4usize] = __ld28_all[__jc];
+              let __ld25: [f32; 4usize] = __ld25_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -1548,7 +1554,19 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   let __f: usize = __f0 + __v;
                   x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
                     <f32 as ::kernel_std::__private::device::Num>::sub(
-                      __ld28[__v],
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld25[__v]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
                       mean_7,
                     ),
                     rstd_14,
@@ -1659,7 +1677,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    4usize,
+                  )
+              }
+                | {
                   let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1673,37 +1701,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x33,
                     __x32,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x33,
-                      __c34,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c37 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x36,
-                    __x35,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x35,
-                      __c37,
+                      __x32,
+                      __c34,
                     )
                 })
               & ({
@@ -1735,25 +1735,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
-                  let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c40 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x39,
-                    __x38,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x39,
-                      __c40,
-                    )
-                } && (__q0 as usize) % 16usize == 0
+                (__q0 as usize) % 4 == 0 && true
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q3 as usize) == (__q0 as usize) + 12usize)
                   && ::kernel_std::__private::device::fits(
@@ -1761,25 +1743,25 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __p_b_ptr,
                     __len_b_ptr,
                     4usize,
-                  ))
+                  )
               }
                 | {
-                  let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c43 = __p_N;
+                  let __c37 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x42,
-                    __x41,
+                    __x36,
+                    __x35,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x41,
-                      __c43,
+                      __x35,
+                      __c37,
                     )
                 });
             __jc += 1;
@@ -1787,10 +1769,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld44_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld38_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
-          let mut __ld48_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld45_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1800,7 +1782,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld44: [f32; 4usize] = {
+              let __ld38: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1830,18 +1812,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c44 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x43,
+                        __x42,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x42,
+                          __c44,
+                        )
+                    },
                     [
                       <f32 as ::core::default::Default>::default(),
                       <f32 as ::core::default::Default>::default(),
@@ -1850,22 +1844,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c47 = __p_N;
+                  let __c41 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x46,
-                    __x45,
+                    __x40,
+                    __x39,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x46,
-                      __c47,
+                      __x40,
+                      __c41,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1970,7 +1964,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              let __ld48: [f32; 4usize] = {
+              let __ld45: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2000,18 +1994,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c51 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x50,
+                        __x49,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x49,
+                          __c51,
+                        )
+                    },
                     [
                       <f32 as ::core::default::Default>::default(),
                       <f32 as ::core::default::Default>::default(),
@@ -2020,22 +2026,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c51 = __p_N;
+                  let __c48 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x50,
-                    __x49,
+                    __x47,
+                    __x46,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x50,
-                      __c51,
+                      __x47,
+                      __c48,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2140,8 +2146,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld44_all[__jc] = __ld44;
-              __ld48_all[__jc] = __ld48;
+              __ld38_all[__jc] = __ld38;
+              __ld45_all[__jc] = __ld45;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -2151,8 +2157,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld44: [f32; 4usize] = __ld44_all[__jc];
-              let __ld48: [f32; 4usize] = __ld48_all[__jc];
+              let __ld38: [f32; 4usize] = __ld38_all[__jc];
+              let __ld45: [f32; 4usize] = __ld45_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -2164,9 +2170,29 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     <f32 as ::kernel_std::__private::device::Num>::mul(
                       x_hat_21[__j],
-                      __ld44[__v],
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld38[__v]
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      },
                     ),
-                    __ld48[__v],
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      __ld45[__v]
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
                   );
                 },
               );
@@ -2301,7 +2327,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s3 as usize) == (__s0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    4usize,
+                  ))
+              }
+                | {
                   let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -2315,37 +2351,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x53,
                     __x52,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x53,
-                      __c54,
-                    )
-                } && (__s0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c57 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x56,
-                    __x55,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x55,
-                      __c57,
+                      __x52,
+                      __c54,
                     )
                 });
             __jc += 1;
@@ -2389,10 +2397,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 },
               );
               if __vfast {
-                ::kernel_std::__private::device::store_vec_if::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sm[0], __sv);
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize]
+                {
+                  ::kernel_std::__private::device::store_vec_any::<
+                    f32,
+                    4usize,
+                  >(__sp[0], true, __sv);
+                } else {
+                  if __sm[0usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(0usize),
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(1usize),
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(2usize),
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(3usize),
+                      __sv[3usize],
+                    );
+                  }
+                }
               } else {
                 if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                   && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -2515,10 +2552,39 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   );
                 }
                 if __vfast {
-                  ::kernel_std::__private::device::store_vec_if::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sm[0], __sv);
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      f32,
+                      4usize,
+                    >(__sp[0], true, __sv);
+                  } else {
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                  }
                 } else {
                   if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                     && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

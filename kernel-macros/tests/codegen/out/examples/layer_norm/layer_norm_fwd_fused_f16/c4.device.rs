@@ -147,7 +147,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+              }
+                | {
                   let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -161,37 +171,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x1,
                     __x0,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c5 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __c5,
+                      __x0,
+                      __c2,
                     )
                 });
             __jc += 1;
@@ -199,7 +181,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
           __ok
         };
         if __vfast {
-          let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld3_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -209,7 +191,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld3: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -267,18 +249,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c9 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __c9,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -307,22 +301,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c9 = __p_N;
+                  let __c6 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
+                      __x5,
+                      __c6,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -527,7 +521,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld6_all[__jc] = __ld6;
+              __ld3_all[__jc] = __ld3;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -537,7 +531,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+              let __ld3: [::kernel_std::__private::device::F16; 8usize] = __ld3_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -551,7 +545,21 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ::kernel_std::__private::device::cast::<
                       ::kernel_std::__private::device::F16,
                       f32,
-                    >(__ld6[__v]),
+                    >(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_4,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld3[__v]
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
                   );
                 },
               );
@@ -859,7 +867,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+              }
+                | {
                   let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -873,37 +891,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x12,
                     __x11,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x12,
-                      __c13,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c16 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x15,
-                    __x14,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x14,
-                      __c16,
+                      __x11,
+                      __c13,
                     )
                 });
             __jc += 1;
@@ -911,7 +901,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
           __ok
         };
         if __vfast {
-          let mut __ld17_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld14_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -921,7 +911,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld17: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld14: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -979,18 +969,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c20 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x19,
+                        __x18,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x18,
+                          __c20,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -1019,22 +1021,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c20 = __p_N;
+                  let __c17 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
+                      __x16,
+                      __c17,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1239,7 +1241,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld17_all[__jc] = __ld17;
+              __ld14_all[__jc] = __ld14;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1249,7 +1251,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld17: [::kernel_std::__private::device::F16; 8usize] = __ld17_all[__jc];
+              let __ld14: [::kernel_std::__private::device::F16; 8usize] = __ld14_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -1269,7 +1271,21 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(__ld17[__v]),
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __ld14[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      ),
                       mean_7,
                     )
                   } else {
@@ -1639,7 +1655,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+              }
+                | {
                   let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1653,37 +1679,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x23,
                     __x22,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x23,
-                      __c24,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c27 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x25,
-                      __c27,
+                      __x22,
+                      __c24,
                     )
                 });
             __jc += 1;
@@ -1691,7 +1689,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
           __ok
         };
         if __vfast {
-          let mut __ld28_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld25_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1701,7 +1699,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld28: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld25: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1759,18 +1757,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c31 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x30,
+                        __x29,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x29,
+                          __c31,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -1799,22 +1809,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c31 = __p_N;
+                  let __c28 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x30,
-                    __x29,
+                    __x27,
+                    __x26,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x30,
-                      __c31,
+                      __x27,
+                      __c28,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2019,7 +2029,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld28_all[__jc] = __ld28;
+              __ld25_all[__jc] = __ld25;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -2029,7 +2039,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld28: [::kernel_std::__private::device::F16; 8usize] = __ld28_all[__jc];
+              let __ld25: [::kernel_std::__private::device::F16; 8usize] = __ld25_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -2043,7 +2053,21 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(__ld28[__v]),
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __ld25[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        },
+                      ),
                       mean_7,
                     ),
                     rstd_14,
@@ -2185,7 +2209,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_w_ptr,
+                    __len_w_ptr,
+                    8usize,
+                  )
+              }
+                | {
                   let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -2199,37 +2233,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x33,
                     __x32,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x33,
-                      __c34,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c37 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x36,
-                    __x35,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x35,
-                      __c37,
+                      __x32,
+                      __c34,
                     )
                 })
               & ({
@@ -2289,25 +2295,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
-                  let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c40 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x39,
-                    __x38,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x39,
-                      __c40,
-                    )
-                } && (__q0 as usize) % 16usize == 0
+                (__q0 as usize) % 4 == 0 && true
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q7 as usize) == (__q0 as usize) + 14usize)
                   && ::kernel_std::__private::device::fits(
@@ -2315,25 +2303,25 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __p_b_ptr,
                     __len_b_ptr,
                     8usize,
-                  ))
+                  )
               }
                 | {
-                  let __x41 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c43 = __p_N;
+                  let __c37 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x42,
-                    __x41,
+                    __x36,
+                    __x35,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x41,
-                      __c43,
+                      __x35,
+                      __c37,
                     )
                 });
             __jc += 1;
@@ -2341,10 +2329,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
           __ok
         };
         if __vfast {
-          let mut __ld44_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld38_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
-          let mut __ld48_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld45_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -2354,7 +2342,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld44: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld38: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2412,18 +2400,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c44 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x43,
+                        __x42,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x42,
+                          __c44,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
                       <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
@@ -2436,22 +2436,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c47 = __p_N;
+                  let __c41 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x46,
-                    __x45,
+                    __x40,
+                    __x39,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x46,
-                      __c47,
+                      __x40,
+                      __c41,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2640,7 +2640,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              let __ld48: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld45: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2698,18 +2698,30 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c51 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x50,
+                        __x49,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x49,
+                          __c51,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
                       <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
@@ -2722,22 +2734,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c51 = __p_N;
+                  let __c48 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x50,
-                    __x49,
+                    __x47,
+                    __x46,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x50,
-                      __c51,
+                      __x47,
+                      __c48,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2926,8 +2938,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld44_all[__jc] = __ld44;
-              __ld48_all[__jc] = __ld48;
+              __ld38_all[__jc] = __ld38;
+              __ld45_all[__jc] = __ld45;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -2937,8 +2949,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld44: [::kernel_std::__private::device::F16; 8usize] = __ld44_all[__jc];
-              let __ld48: [::kernel_std::__private::device::F16; 8usize] = __ld48_all[__jc];
+              let __ld38: [::kernel_std::__private::device::F16; 8usize] = __ld38_all[__jc];
+              let __ld45: [::kernel_std::__private::device::F16; 8usize] = __ld45_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -2953,12 +2965,36 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                       ::kernel_std::__private::device::cast::<
                         ::kernel_std::__private::device::F16,
                         f32,
-                      >(__ld44[__v]),
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __ld38[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        },
+                      ),
                     ),
                     ::kernel_std::__private::device::cast::<
                       ::kernel_std::__private::device::F16,
                       f32,
-                    >(__ld48[__v]),
+                    >(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld45[__v]
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                      },
+                    ),
                   );
                 },
               );
@@ -3127,7 +3163,17 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s7 as usize) == (__s0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    8usize,
+                  ))
+              }
+                | {
                   let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -3141,37 +3187,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x53,
                     __x52,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x53,
-                      __c54,
-                    )
-                } && (__s0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s7 as usize) == (__s0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x55 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x56 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c57 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x56,
-                    __x55,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x55,
-                      __c57,
+                      __x52,
+                      __c54,
                     )
                 });
             __jc += 1;
@@ -3218,10 +3236,64 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 },
               );
               if __vfast {
-                ::kernel_std::__private::device::store_vec_if::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__sp[0], __sm[0], __sv);
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                  && __sm[6usize] && __sm[7usize]
+                {
+                  ::kernel_std::__private::device::store_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], true, __sv);
+                } else {
+                  if __sm[0usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(0usize),
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(1usize),
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(2usize),
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(3usize),
+                      __sv[3usize],
+                    );
+                  }
+                  if __sm[4usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(4usize),
+                      __sv[4usize],
+                    );
+                  }
+                  if __sm[5usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(5usize),
+                      __sv[5usize],
+                    );
+                  }
+                  if __sm[6usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(6usize),
+                      __sv[6usize],
+                    );
+                  }
+                  if __sm[7usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(7usize),
+                      __sv[7usize],
+                    );
+                  }
+                }
               } else {
                 if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                   && __sm[3usize] && __sm[4usize] && __sm[5usize]
@@ -3413,10 +3485,64 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   );
                 }
                 if __vfast {
-                  ::kernel_std::__private::device::store_vec_if::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__sp[0], __sm[0], __sv);
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], true, __sv);
+                  } else {
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(4usize),
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(5usize),
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(6usize),
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(7usize),
+                        __sv[7usize],
+                      );
+                    }
+                  }
                 } else {
                   if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                     && __sm[3usize] && __sm[4usize] && __sm[5usize]

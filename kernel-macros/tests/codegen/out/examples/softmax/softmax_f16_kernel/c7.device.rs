@@ -103,16 +103,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
                 __p_input_col_stride,
               ),
             );
-            ({
-              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x1 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c2 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x1,
-                  __c2,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((::kernel_std::__private::device::cast::<
                 i32,
                 i64,
@@ -124,16 +115,16 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
                 __p_input_ptr,
                 __len_input_ptr,
                 8usize,
-              ))
+              )
           }
             | {
-              let __x3 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x4 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c5 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x1 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c2 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                  __x0,
+                  __c2,
                 )
             });
         __jc += 1;
@@ -141,7 +132,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
       __ok
     };
     if __vfast {
-      let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
+      let mut __ld3_all: [[::kernel_std::__private::device::F16; 8usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -151,7 +142,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-          let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+          let __ld3: [::kernel_std::__private::device::F16; 8usize] = {
             let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
               row_ptr_3,
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -209,15 +200,24 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 ::kernel_std::__private::device::F16,
                 8usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  __p_n_cols,
-                ),
+                !{
+                  let __x7 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x8 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+                  let __c9 = __p_n_cols;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x8,
+                    __x7,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x7,
+                      __c9,
+                    )
+                },
                 [
                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                     f64::NEG_INFINITY,
@@ -246,13 +246,13 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
                 ],
               )
             } else if {
-              let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x8 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c9 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+              let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x5 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c6 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x8,
-                  __c9,
+                  __x5,
+                  __c6,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((::kernel_std::__private::device::cast::<
@@ -437,7 +437,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               ]
             }
           };
-          __ld6_all[__jc] = __ld6;
+          __ld3_all[__jc] = __ld3;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -447,7 +447,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-          let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+          let __ld3: [::kernel_std::__private::device::F16; 8usize] = __ld3_all[__jc];
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -459,7 +459,18 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               x_4[__j] = ::kernel_std::__private::device::cast::<
                 ::kernel_std::__private::device::F16,
                 f32,
-              >(__ld6[__v]);
+              >(
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  (0i32).wrapping_add((__f) as i32),
+                  __p_n_cols,
+                ) {
+                  __ld3[__v]
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+              );
             },
           );
         },
@@ -941,19 +952,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               out_ptr_8,
               (0i32).wrapping_add(((__f0 + 7usize)) as i32),
             );
-            ({
-              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x13 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c14 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x13,
-                __x12,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x13,
-                  __c14,
-                )
-            } && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s7 as usize) == (__s0 as usize) + 14usize)
               && ::kernel_std::__private::device::fits(
@@ -964,16 +963,16 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               ))
           }
             | {
-              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x16 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c17 = __p_n_cols;
+              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x13 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c14 = __p_n_cols;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x16,
-                __x15,
+                __x13,
+                __x12,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x15,
-                  __c17,
+                  __x12,
+                  __c14,
                 )
             });
         __jc += 1;
@@ -1019,10 +1018,64 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              ::kernel_std::__private::device::F16,
-              8usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize] && __sm[4usize] && __sm[5usize]
+              && __sm[6usize] && __sm[7usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                ::kernel_std::__private::device::F16,
+                8usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+              if __sm[4usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(4usize),
+                  __sv[4usize],
+                );
+              }
+              if __sm[5usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(5usize),
+                  __sv[5usize],
+                );
+              }
+              if __sm[6usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(6usize),
+                  __sv[6usize],
+                );
+              }
+              if __sm[7usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(7usize),
+                  __sv[7usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && __sm[4usize] && __sm[5usize]
@@ -1213,10 +1266,64 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c7(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                ::kernel_std::__private::device::F16,
-                8usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                && __sm[6usize] && __sm[7usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  ::kernel_std::__private::device::F16,
+                  8usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+                if __sm[4usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(4usize),
+                    __sv[4usize],
+                  );
+                }
+                if __sm[5usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(5usize),
+                    __sv[5usize],
+                  );
+                }
+                if __sm[6usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(6usize),
+                    __sv[6usize],
+                  );
+                }
+                if __sm[7usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(7usize),
+                    __sv[7usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && __sm[4usize] && __sm[5usize]

@@ -193,7 +193,21 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __p_input_col_stride,
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && ((::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_input_col_stride)
+                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    8usize,
+                  )
+              }
+                | {
                   let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -207,41 +221,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __x1,
                     __x0,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(__p_input_col_stride)
-                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c5 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __c5,
+                      __x0,
+                      __c2,
                     )
                 });
             __jc += 1;
@@ -249,7 +231,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld6_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld3_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -259,7 +241,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld6: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld3: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -341,18 +323,30 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_5,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c9 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __c9,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                         f64::NEG_INFINITY,
@@ -381,22 +375,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c9 = __p_n_cols;
+                  let __c6 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
+                      __x5,
+                      __c6,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -605,7 +599,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld6_all[__jc] = __ld6;
+              __ld3_all[__jc] = __ld3;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -615,7 +609,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld6: [::kernel_std::__private::device::F16; 8usize] = __ld6_all[__jc];
+              let __ld3: [::kernel_std::__private::device::F16; 8usize] = __ld3_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -627,7 +621,21 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   x_8[__j] = ::kernel_std::__private::device::cast::<
                     ::kernel_std::__private::device::F16,
                     f32,
-                  >(__ld6[__v]);
+                  >(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_cols,
+                    ) {
+                      __ld3[__v]
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        f64::NEG_INFINITY,
+                      )
+                    },
+                  );
                 },
               );
             },
@@ -1172,25 +1180,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __p_input_col_stride,
                   ),
                 );
-                ({
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c20 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
-                    )
-                } && (__q0 as usize) % 16usize == 0
+                (__q0 as usize) % 4 == 0 && true
                   && ((::kernel_std::__private::device::cast::<
                     i32,
                     i64,
@@ -1202,25 +1192,25 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __p_input_ptr,
                     __len_input_ptr,
                     8usize,
-                  ))
+                  )
               }
                 | {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c23 = __p_n_cols;
+                  let __c17 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x21,
-                      __c23,
+                      __x15,
+                      __c17,
                     )
                 })
               & ({
@@ -1280,7 +1270,17 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                ({
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s7 as usize) == (__s0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    8usize,
+                  ))
+              }
+                | {
                   let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1294,37 +1294,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     __x13,
                     __x12,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
-                    )
-                } && (__s0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s7 as usize) == (__s0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c17 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x15,
-                      __c17,
+                      __x12,
+                      __c14,
                     )
                 });
             __jc += 1;
@@ -1332,7 +1304,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld24_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld18_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1342,7 +1314,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld24: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld18: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1424,18 +1396,30 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     ::kernel_std::__private::device::F16,
                     8usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c24 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x23,
+                        __x22,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x22,
+                          __c24,
+                        )
+                    },
                     [
                       <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                         f64::NEG_INFINITY,
@@ -1464,22 +1448,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c27 = __p_n_cols;
+                  let __c21 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
+                    __x20,
+                    __x19,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x26,
-                      __c27,
+                      __x20,
+                      __c21,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -1688,7 +1672,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld24_all[__jc] = __ld24;
+              __ld18_all[__jc] = __ld18;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1701,7 +1685,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
               let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
               let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
               let mut __sm: [bool; 8usize] = [false; 8usize];
-              let __ld24: [::kernel_std::__private::device::F16; 8usize] = __ld24_all[__jc];
+              let __ld18: [::kernel_std::__private::device::F16; 8usize] = __ld18_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -1727,7 +1711,21 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                           ::kernel_std::__private::device::cast::<
                             ::kernel_std::__private::device::F16,
                             f32,
-                          >(__ld24[__v]),
+                          >(
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_12,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_n_cols,
+                            ) {
+                              __ld18[__v]
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                f64::NEG_INFINITY,
+                              )
+                            },
+                          ),
                           row_max_10,
                         ),
                       ),
@@ -1744,10 +1742,64 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                 },
               );
               if __vfast {
-                ::kernel_std::__private::device::store_vec_if::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__sp[0], __sm[0], __sv);
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                  && __sm[6usize] && __sm[7usize]
+                {
+                  ::kernel_std::__private::device::store_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__sp[0], true, __sv);
+                } else {
+                  if __sm[0usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(0usize),
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(1usize),
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(2usize),
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(3usize),
+                      __sv[3usize],
+                    );
+                  }
+                  if __sm[4usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(4usize),
+                      __sv[4usize],
+                    );
+                  }
+                  if __sm[5usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(5usize),
+                      __sv[5usize],
+                    );
+                  }
+                  if __sm[6usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(6usize),
+                      __sv[6usize],
+                    );
+                  }
+                  if __sm[7usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(7usize),
+                      __sv[7usize],
+                    );
+                  }
+                }
               } else {
                 if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                   && __sm[3usize] && __sm[4usize] && __sm[5usize]
@@ -1986,10 +2038,64 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                   );
                 }
                 if __vfast {
-                  ::kernel_std::__private::device::store_vec_if::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__sp[0], __sm[0], __sv);
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
+                    && __sm[6usize] && __sm[7usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      ::kernel_std::__private::device::F16,
+                      8usize,
+                    >(__sp[0], true, __sv);
+                  } else {
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                    if __sm[4usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(4usize),
+                        __sv[4usize],
+                      );
+                    }
+                    if __sm[5usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(5usize),
+                        __sv[5usize],
+                      );
+                    }
+                    if __sm[6usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(6usize),
+                        __sv[6usize],
+                      );
+                    }
+                    if __sm[7usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(7usize),
+                        __sv[7usize],
+                      );
+                    }
+                  }
                 } else {
                   if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                     && __sm[3usize] && __sm[4usize] && __sm[5usize]

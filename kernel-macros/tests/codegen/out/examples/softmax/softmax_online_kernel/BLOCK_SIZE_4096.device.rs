@@ -153,7 +153,21 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __p_input_col_stride,
                   ),
                 );
-                ({
+                (__q0 as usize) % 4 == 0 && true
+                  && ((::kernel_std::__private::device::cast::<
+                    i32,
+                    i64,
+                  >(__p_input_col_stride)
+                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_input_ptr,
+                    __len_input_ptr,
+                    4usize,
+                  )
+              }
+                | {
                   let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -167,41 +181,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __x1,
                     __x0,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x1,
-                      __c2,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && ((::kernel_std::__private::device::cast::<
-                    i32,
-                    i64,
-                  >(__p_input_col_stride)
-                    .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c5 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x4,
-                    __x3,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x3,
-                      __c5,
+                      __x0,
+                      __c2,
                     )
                 });
             __jc += 1;
@@ -209,7 +191,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld6_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -219,7 +201,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld6: [f32; 4usize] = {
+              let __ld3: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -261,18 +243,30 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_5,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c9 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x8,
+                        __x7,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x7,
+                          __c9,
+                        )
+                    },
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         f64::NEG_INFINITY,
@@ -289,22 +283,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c9 = __p_n_cols;
+                  let __c6 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x8,
-                      __c9,
+                      __x5,
+                      __c6,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -421,7 +415,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld6_all[__jc] = __ld6;
+              __ld3_all[__jc] = __ld3;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -431,7 +425,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld6: [f32; 4usize] = __ld6_all[__jc];
+              let __ld3: [f32; 4usize] = __ld3_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -440,7 +434,19 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 |__v: usize| {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  x_8[__j] = __ld6[__v];
+                  x_8[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_5,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_n_cols,
+                  ) {
+                    __ld3[__v]
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      f64::NEG_INFINITY,
+                    )
+                  };
                 },
               );
             },
@@ -942,25 +948,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __p_input_col_stride,
                   ),
                 );
-                ({
-                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c20 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x19,
-                    __x18,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x19,
-                      __c20,
-                    )
-                } && (__q0 as usize) % 16usize == 0
+                (__q0 as usize) % 4 == 0 && true
                   && ((::kernel_std::__private::device::cast::<
                     i32,
                     i64,
@@ -972,25 +960,25 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __p_input_ptr,
                     __len_input_ptr,
                     4usize,
-                  ))
+                  )
               }
                 | {
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c23 = __p_n_cols;
+                  let __c17 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x22,
-                    __x21,
+                    __x16,
+                    __x15,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x21,
-                      __c23,
+                      __x15,
+                      __c17,
                     )
                 })
               & ({
@@ -1022,7 +1010,17 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                ({
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s3 as usize) == (__s0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_output_ptr,
+                    __len_output_ptr,
+                    4usize,
+                  ))
+              }
+                | {
                   let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1036,37 +1034,9 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     __x13,
                     __x12,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x13,
-                      __c14,
-                    )
-                } && (__s0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c17 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
-                  )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x15,
-                      __c17,
+                      __x12,
+                      __c14,
                     )
                 });
             __jc += 1;
@@ -1074,7 +1044,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
           __ok
         };
         if __vfast {
-          let mut __ld24_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld18_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1084,7 +1054,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld24: [f32; 4usize] = {
+              let __ld18: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1126,18 +1096,30 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ),
                 );
                 if __vfast {
-                  ::kernel_std::__private::device::load_vec_if::<
+                  ::kernel_std::__private::device::load_vec_any::<
                     f32,
                     4usize,
                   >(
                     __q0,
-                    <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
+                    !{
+                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_n_cols,
-                    ),
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c24 = __p_n_cols;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x23,
+                        __x22,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x22,
+                          __c24,
+                        )
+                    },
                     [
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         f64::NEG_INFINITY,
@@ -1154,22 +1136,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c27 = __p_n_cols;
+                  let __c21 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
+                    __x20,
+                    __x19,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x26,
-                      __c27,
+                      __x20,
+                      __c21,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -1286,7 +1268,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld24_all[__jc] = __ld24;
+              __ld18_all[__jc] = __ld18;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1299,7 +1281,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
               let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
               let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
               let mut __sm: [bool; 4usize] = [false; 4usize];
-              let __ld24: [f32; 4usize] = __ld24_all[__jc];
+              let __ld18: [f32; 4usize] = __ld18_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -1318,7 +1300,19 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                     <f32 as ::kernel_std::__private::device::Float>::exp(
                       <f32 as ::kernel_std::__private::device::Num>::sub(
-                        __ld24[__v],
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_12,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_n_cols,
+                        ) {
+                          __ld18[__v]
+                        } else {
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            f64::NEG_INFINITY,
+                          )
+                        },
                         row_max_10,
                       ),
                     ),
@@ -1334,10 +1328,39 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                 },
               );
               if __vfast {
-                ::kernel_std::__private::device::store_vec_if::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sm[0], __sv);
+                if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                  && __sm[3usize]
+                {
+                  ::kernel_std::__private::device::store_vec_any::<
+                    f32,
+                    4usize,
+                  >(__sp[0], true, __sv);
+                } else {
+                  if __sm[0usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(0usize),
+                      __sv[0usize],
+                    );
+                  }
+                  if __sm[1usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(1usize),
+                      __sv[1usize],
+                    );
+                  }
+                  if __sm[2usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(2usize),
+                      __sv[2usize],
+                    );
+                  }
+                  if __sm[3usize] {
+                    ::kernel_std::__private::device::store(
+                      __sp[0].add(3usize),
+                      __sv[3usize],
+                    );
+                  }
+                }
               } else {
                 if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                   && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1502,10 +1525,39 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   );
                 }
                 if __vfast {
-                  ::kernel_std::__private::device::store_vec_if::<
-                    f32,
-                    4usize,
-                  >(__sp[0], __sm[0], __sv);
+                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                    && __sm[3usize]
+                  {
+                    ::kernel_std::__private::device::store_vec_any::<
+                      f32,
+                      4usize,
+                    >(__sp[0], true, __sv);
+                  } else {
+                    if __sm[0usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(0usize),
+                        __sv[0usize],
+                      );
+                    }
+                    if __sm[1usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(1usize),
+                        __sv[1usize],
+                      );
+                    }
+                    if __sm[2usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(2usize),
+                        __sv[2usize],
+                      );
+                    }
+                    if __sm[3usize] {
+                      ::kernel_std::__private::device::store(
+                        __sp[0].add(3usize),
+                        __sv[3usize],
+                      );
+                    }
+                  }
                 } else {
                   if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                     && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

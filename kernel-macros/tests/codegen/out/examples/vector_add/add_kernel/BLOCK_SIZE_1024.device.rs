@@ -87,32 +87,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               ),
             );
-            ({
-              let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c8 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x7, __x6)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x7,
-                  __c8,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && (((0i64).wrapping_add(1i64)) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -120,10 +95,10 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 __p_x_ptr,
                 __len_x_ptr,
                 4usize,
-              ))
+              )
           }
             | {
-              let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -132,7 +107,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -141,14 +116,11 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c11 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x10,
-                __x9,
-              )
+              let __c5 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x9,
-                  __c11,
+                  __x3,
+                  __c5,
                 )
             })
           & ({
@@ -200,35 +172,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               ),
             );
-            ({
-              let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c14 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x13,
-                __x12,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x13,
-                  __c14,
-                )
-            } && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && (((0i64).wrapping_add(1i64)) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -236,10 +180,10 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 __p_y_ptr,
                 __len_y_ptr,
                 4usize,
-              ))
+              )
           }
             | {
-              let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -248,7 +192,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -257,14 +201,11 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c17 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x16,
-                __x15,
-              )
+              let __c8 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x7, __x6)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x15,
-                  __c17,
+                  __x6,
+                  __c8,
                 )
             })
           & ({
@@ -316,7 +257,17 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               ),
             );
-            ({
+            ((__s0 as usize) % 4 == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              ))
+          }
+            | {
               let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
@@ -337,44 +288,9 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               );
               let __c2 = __p_n_elements;
               <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x1,
-                  __c2,
-                )
-            } && (__s0 as usize) % 16usize == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c5 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                  __x0,
+                  __c2,
                 )
             });
         __jc += 1;
@@ -382,10 +298,10 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
       __ok
     };
     if __vfast {
-      let mut __ld18_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld9_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
-      let mut __ld22_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld16_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -395,7 +311,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld18: [f32; 4usize] = {
+          let __ld9: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::add(
@@ -445,23 +361,40 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+                !{
+                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_n_elements,
-                ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c15 = __p_n_elements;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x14,
+                    __x13,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x13,
+                      __c15,
+                    )
+                },
                 [
                   <f32 as ::core::default::Default>::default(),
                   <f32 as ::core::default::Default>::default(),
@@ -470,7 +403,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -479,7 +412,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -488,14 +421,14 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c21 = __p_n_elements;
+              let __c12 = __p_n_elements;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x20,
-                __x19,
+                __x11,
+                __x10,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x20,
-                  __c21,
+                  __x11,
+                  __c12,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
@@ -620,7 +553,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          let __ld22: [f32; 4usize] = {
+          let __ld16: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_y_ptr,
               <i32 as ::kernel_std::__private::device::Num>::add(
@@ -670,23 +603,40 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec_if::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
               >(
                 __q0,
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+                !{
+                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                         1024i64,
                       ),
                     ),
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                  __p_n_elements,
-                ),
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c22 = __p_n_elements;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x21,
+                    __x20,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x20,
+                      __c22,
+                    )
+                },
                 [
                   <f32 as ::core::default::Default>::default(),
                   <f32 as ::core::default::Default>::default(),
@@ -695,7 +645,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -704,7 +654,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -713,14 +663,14 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c25 = __p_n_elements;
+              let __c19 = __p_n_elements;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x24,
-                __x23,
+                __x18,
+                __x17,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x24,
-                  __c25,
+                  __x18,
+                  __c19,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
@@ -845,8 +795,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          __ld18_all[__jc] = __ld18;
-          __ld22_all[__jc] = __ld22;
+          __ld9_all[__jc] = __ld9;
+          __ld16_all[__jc] = __ld16;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -859,8 +809,8 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
           let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
           let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
           let mut __sm: [bool; 4usize] = [false; 4usize];
-          let __ld18: [f32; 4usize] = __ld18_all[__jc];
-          let __ld22: [f32; 4usize] = __ld22_all[__jc];
+          let __ld9: [f32; 4usize] = __ld9_all[__jc];
+          let __ld16: [f32; 4usize] = __ld16_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -882,8 +832,38 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                 ),
               );
               __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-                __ld18[__v],
-                __ld22[__v],
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                ) {
+                  __ld9[__v]
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  __p_n_elements,
+                ) {
+                  __ld16[__v]
+                } else {
+                  <f32 as ::core::default::Default>::default()
+                },
               );
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
@@ -900,10 +880,39 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1117,10 +1126,39 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
               );
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

@@ -231,7 +231,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
                   }) as i32,
                 ),
             );
-            (true && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q7 as usize) == (__q0 as usize) + 28usize)
               && ::kernel_std::__private::device::fits(
@@ -239,7 +239,7 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
                 __p_x,
                 __len_x,
                 8usize,
-              ))
+              )
           } | false);
         __jc += 1;
       }
@@ -450,10 +450,23 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
                 ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::load_vec_any::<
                 i32,
                 8usize,
-              >(__q0)
+              >(
+                __q0,
+                !false,
+                [
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                  <i32 as ::core::default::Default>::default(),
+                ],
+              )
             } else if true && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
                 && (__q7 as usize) == (__q0 as usize) + 28usize)

@@ -87,7 +87,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            (true && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -95,7 +95,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
                 __p_x,
                 __len_x,
                 4usize,
-              ))
+              )
           } | false);
         __jc += 1;
       }
@@ -162,10 +162,19 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
-              >(__q0)
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
             } else if true && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
@@ -647,7 +656,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               ),
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            (true && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -694,10 +703,39 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              f32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                f32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -816,10 +854,39 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               __sm[__v] = true;
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                f32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  f32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1433,7 +1500,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               __p_xo,
               (0i32).wrapping_add(((__f0 + 3usize)) as i32),
             );
-            (true && (__s0 as usize) % 16usize == 0
+            ((__s0 as usize) % 4 == 0
               && ((1i64) == 1i64
                 && (__s3 as usize) == (__s0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -1475,10 +1542,39 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
             },
           );
           if __vfast {
-            ::kernel_std::__private::device::store_vec_if::<
-              i32,
-              4usize,
-            >(__sp[0], __sm[0], __sv);
+            if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+              && __sm[3usize]
+            {
+              ::kernel_std::__private::device::store_vec_any::<
+                i32,
+                4usize,
+              >(__sp[0], true, __sv);
+            } else {
+              if __sm[0usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(0usize),
+                  __sv[0usize],
+                );
+              }
+              if __sm[1usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(1usize),
+                  __sv[1usize],
+                );
+              }
+              if __sm[2usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(2usize),
+                  __sv[2usize],
+                );
+              }
+              if __sm[3usize] {
+                ::kernel_std::__private::device::store(
+                  __sp[0].add(3usize),
+                  __sv[3usize],
+                );
+              }
+            }
           } else {
             if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
               && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
@@ -1592,10 +1688,39 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
               __sm[__v] = true;
             }
             if __vfast {
-              ::kernel_std::__private::device::store_vec_if::<
-                i32,
-                4usize,
-              >(__sp[0], __sm[0], __sv);
+              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
+                && __sm[3usize]
+              {
+                ::kernel_std::__private::device::store_vec_any::<
+                  i32,
+                  4usize,
+                >(__sp[0], true, __sv);
+              } else {
+                if __sm[0usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(0usize),
+                    __sv[0usize],
+                  );
+                }
+                if __sm[1usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(1usize),
+                    __sv[1usize],
+                  );
+                }
+                if __sm[2usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(2usize),
+                    __sv[2usize],
+                  );
+                }
+                if __sm[3usize] {
+                  ::kernel_std::__private::device::store(
+                    __sp[0].add(3usize),
+                    __sv[3usize],
+                  );
+                }
+              }
             } else {
               if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
                 && __sm[3usize] && (__sp[0] as usize) % 16usize == 0

@@ -135,7 +135,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
                   }) as i32,
                 ),
             );
-            (true && (__q0 as usize) % 16usize == 0
+            (__q0 as usize) % 4 == 0 && true
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
               && ::kernel_std::__private::device::fits(
@@ -143,7 +143,7 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
                 __p_x,
                 __len_x,
                 4usize,
-              ))
+              )
           } | false);
         __jc += 1;
       }
@@ -258,10 +258,19 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
                 ),
             );
             if __vfast {
-              ::kernel_std::__private::device::load_vec::<
+              ::kernel_std::__private::device::load_vec_any::<
                 f32,
                 4usize,
-              >(__q0)
+              >(
+                __q0,
+                !false,
+                [
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                  <f32 as ::core::default::Default>::default(),
+                ],
+              )
             } else if true && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
                 && (__q3 as usize) == (__q0 as usize) + 12usize)
