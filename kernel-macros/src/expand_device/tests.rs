@@ -785,6 +785,17 @@ fn elementwise_phases_of_several_chunks_are_split() {
     }";
     let g = device_code("BLOCK = [4096], num_warps = 4", gathered);
     assert_eq!(g.matches(split).count(), 1, "only the load of the indices (the store reads a gathered load)");
+    // A scattered store in a phase split for its load keeps its checked chunk code: only the
+    // store to `w` writes chunks unchecked (in its fast and its checked copy).
+    let scattered = "fn s<const BLOCK: i32>(x: Ptr<f16>, idx: Ptr<i32>, z: Ptr<f16>, w: Ptr<i32>) {
+        let i = arange(0, BLOCK);
+        let j = load(idx + i);
+        store(z + j, load(x + i));
+        store(w + i, j);
+    }";
+    let s = device_code("BLOCK = [4096], num_warps = 4", scattered);
+    assert_eq!(s.matches(split).count(), 3, "the indices' load, the scattered store's phase (for its load), the store to `w`");
+    assert_eq!(s.matches("store_vec_any").count(), 2, "the scattered store is tested chunk by chunk");
 }
 
 #[test]

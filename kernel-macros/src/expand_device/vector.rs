@@ -486,10 +486,11 @@ impl DevGen<'_> {
                 (checked, Some(split))
             }
         };
-        let out = (layout == Layout::Cyclic).then(|| PhaseOut {
-            dest: None,
-            store_test: split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_chunk_test(ptr, value, mask, v)),
-            store_after: split_after,
+        // Only a store tested ahead of the phase takes the unchecked chunk code; an untested one
+        // (its pointers read a per-thread array) keeps its checked code in a split phase too.
+        let out = (layout == Layout::Cyclic).then(|| {
+            let store_test = split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_chunk_test(ptr, value, mask, v));
+            PhaseOut { dest: None, store_after: split_after.filter(|_| store_test.is_some()), store_test }
         });
         let cursor = self.cursor.get();
         let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);
