@@ -344,31 +344,28 @@ impl DevGen<'_> {
                 quote!(if #vc { #va } else { #vb })
             }
             ExprKind::Load { ptr, mask, other } => {
-                if matches!(at, At::Own) {
-                    let pre = self.prefetched.borrow().get(&id).cloned();
-                    match (pre, mask) {
-                        (Some((chunk, true)), Some(m)) => {
-                            let vm = self.operand(id, *m, at);
-                            let o = match other {
-                                Some(o) => self.operand(id, *o, at),
-                                None => quote!(<#t as ::core::default::Default>::default()),
-                            };
-                            return quote!(if #vm { #chunk[__v] } else { #o });
-                        }
-                        (Some((chunk, _)), _) => return quote!(#chunk[__v]),
-                        (None, _) => {}
-                    }
-                }
-                let p = self.operand(id, *ptr, at);
-                let o = match other {
+                let other = || match other {
                     Some(o) => self.operand(id, *o, at),
                     None => quote!(<#t as ::core::default::Default>::default()),
                 };
+                let mask_at = || mask.map(|m| self.operand(id, m, at));
+                if matches!(at, At::Own) {
+                    let pre = self.prefetched.borrow().get(&id).cloned();
+                    if let Some((chunk, masked)) = pre {
+                        // A chunk read whole across the mask's edge: masked elements are `other`.
+                        return match mask_at().filter(|_| masked) {
+                            Some(vm) => {
+                                let o = other();
+                                quote!(if #vm { #chunk[__v] } else { #o })
+                            }
+                            None => quote!(#chunk[__v]),
+                        };
+                    }
+                }
+                let p = self.operand(id, *ptr, at);
+                let o = other();
                 let ok = self.in_bounds_code(*ptr, &quote!(__a), e.span.start);
-                let vm = match mask {
-                    Some(m) => self.operand(id, *m, at),
-                    None => quote!(true),
-                };
+                let vm = mask_at().unwrap_or_else(|| quote!(true));
                 quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
             }
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {

@@ -7,6 +7,15 @@
 
 use super::*;
 
+/// The alignment in bytes a chunk's address needs for `load_vec_any` and `store_vec_any` (4-byte
+/// pieces where it is not aligned to the whole chunk).
+const PIECES_ALIGN: usize = 4;
+
+/// [`PIECES_ALIGN`] as a literal for generated code.
+fn pieces_align() -> proc_macro2::Literal {
+    proc_macro2::Literal::usize_unsuffixed(PIECES_ALIGN)
+}
+
 /// What a chunked phase in the cyclic layout writes, for [`DevGen::split_phase`].
 pub(super) struct PhaseOut {
     /// The per-thread array the phase assigns (a block `let` or assignment).
@@ -93,7 +102,7 @@ impl DevGen<'_> {
         let b = body(self);
         // Split, the phase's checked copy reads its loads element by element.
         self.prefetched.replace(HashMap::new());
-        let b_scalar = split.as_ref().map(|_| body(self));
+        let split = split.map(|test| (test, body(self)));
         self.prefetched.replace(saved_pre);
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
@@ -162,8 +171,8 @@ impl DevGen<'_> {
             }
         };
         let code = match (split, out) {
-            (Some(test), Some(o)) => {
-                let slow = self.checked_copy(chunks, v, &start, &decls, &b_scalar.unwrap_or_default(), &after);
+            (Some((test, b_scalar)), Some(o)) => {
+                let slow = self.checked_copy(chunks, v, &start, &decls, &b_scalar, &after);
                 self.split_phase(chunks, threads, v, &test, code, slow, o.dest.as_ref())
             }
             _ => code,
@@ -220,7 +229,8 @@ impl DevGen<'_> {
             });
             let test = self.chunk_test(*l, v, false, false)?;
             let out = self.chunk_masked_out(*l, mask, v);
-            tests.push(quote!(({ #(#ptrs)* (__q0 as usize) % 4 == 0 && #test } | #out)));
+            let align = pieces_align();
+            tests.push(quote!(({ #(#ptrs)* (__q0 as usize) % #align == 0 && #test } | #out)));
         }
         tests.extend(out.store_test.clone());
         Some(quote!(#(#tests)&*))
@@ -379,11 +389,24 @@ impl DevGen<'_> {
     /// Whether the mask of `load` is false on the whole chunk from flat index `__f0` (`false`
     /// when it has none).
     fn chunk_masked_out(&self, load: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
-        let Some(m) = mask else { return quote!(false) };
+        match mask {
+            Some(m) => self.mask_on_chunk(load, m, false, v),
+            None => quote!(false),
+        }
+    }
+
+    /// Whether the mask `m` of `load` (or of a store's pointer block) is `want` on the whole
+    /// chunk from flat index `__f0`: tested at the chunk's ends when the analysis allows (the
+    /// chunk lies in one row, the mask is monotone along it), else element by element.
+    fn mask_on_chunk(&self, load: ExprId, m: ExprId, want: bool, v: usize) -> TokenStream {
         let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
-        in_row.then(|| self.load_chunk_is(load, m, false, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
+        in_row.then(|| self.load_chunk_is(load, m, want, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
             let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
-            quote!((!(false #(|| #masks)*)))
+            if want {
+                quote!((true #(&& #masks)*))
+            } else {
+                quote!((!(false #(|| #masks)*)))
+            }
         })
     }
 
@@ -396,16 +419,11 @@ impl DevGen<'_> {
         let ExprKind::Load { ptr, mask, .. } = k.exprs[load].kind else { return None };
         let ty = &k.exprs[load].ty;
         let bytes = self.vector_bytes(&ty.elem, v)?;
-        // The mask holds on the whole chunk: tested at its ends when the analysis allows
-        // (the chunk lies in one row), else element by element.
-        let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
         let all = match mask.filter(|_| masked) {
             None => quote!(true),
-            Some(m) => in_row.then(|| self.load_chunk_all(load, m, &quote!(__f0), v)).flatten().unwrap_or_else(|| {
-                let masks = (0..v).map(|i| self.operand(load, m, &At::Flat(quote!((__f0 + #i)))));
-                quote!((true #(&& #masks)*))
-            }),
+            Some(m) => self.mask_on_chunk(load, m, true, v),
         };
+        let in_row = self.shapes[load].last().is_some_and(|n| n % v == 0);
         let size = elem_size(&ty.elem);
         let at0 = self.sub_at(load, ptr, &At::Flat(quote!((__f0))));
         let step = in_row.then(|| self.col_step(ptr, self.child_moves(load, ptr, true), &at0)).flatten();
@@ -542,7 +560,8 @@ impl DevGen<'_> {
         let contiguous = Self::chunk_contiguous(step, &q.iter().map(|x| quote!(#x)).collect::<Vec<_>>(), elem_size(&ty.elem));
         let fits = self.fits_code(ptr, &quote!(__s0), v);
         let out = self.chunk_masked_out(ptr, mask, v);
-        Some(quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % 4 == 0 #contiguous && #fits) } | #out)))
+        let align = pieces_align();
+        Some(quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % #align == 0 #contiguous && #fits) } | #out)))
     }
 
     /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds
