@@ -18,9 +18,10 @@
 //! rstd, 8 bytes a row, left out). The copy bandwidth is a device-to-device `cuMemcpy` of
 //! 1 GiB, counted as `2 * 1 GiB` (read and write), what `torch.Tensor.copy_` does.
 //!
-//! `--cols` replaces the shapes with rows of 4096 x N for each N given (the fused softmax in f32
-//! and f16, and the layer norm): rows of any length, such as ones not a multiple of 8, whose
-//! starts are not 16-byte aligned.
+//! `--cols` replaces the softmax and layer-norm shapes with rows of 4096 x N for each N given
+//! (softmax in f32 and f16: the fused kernel, or the online one beyond 16384 columns): rows of
+//! any length, such as ones not a multiple of 8, whose starts are not 16-byte aligned. Vector
+//! add keeps its sizes.
 //!
 //! Output: a table on stdout and, with `--out DIR`, `DIR/memory.csv` (columns
 //! `kernel,dtype,shape,ours_ms,ours_gbps,copy_gbps,ratio_to_copy`). Without a GPU it says so
@@ -257,7 +258,7 @@ fn main() -> Result<()> {
         }
     }
     if let Some(cols) = &cols {
-        // The rows of 4096 x cols for the fused softmax and the layer norm only.
+        // Rows of 4096 x cols for the softmax and the layer norm.
         for &n in cols {
             if wants("softmax") {
                 report(softmax::<f32>(&dev, &opts, 4096, n, false)?);
