@@ -221,7 +221,7 @@ struct DevGen<'a> {
     /// `dot` operands staged in shared memory once before the loop they are used in (the plan's
     /// `Schedule::AsWritten::resident`), by operand expression: their offset.
     resident: RefCell<HashMap<ExprId, usize>>,
-    /// `dot` operands copied one iteration ahead in the loops being generated (`operands.rs`).
+    /// `dot` operands copied iterations ahead in the loops being generated (`operands.rs`).
     ahead: RefCell<HashMap<ExprId, operands::Ahead>>,
     smem_max: Cell<usize>,
     iter_numel: Cell<usize>,

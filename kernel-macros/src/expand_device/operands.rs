@@ -4,18 +4,41 @@
 //! contiguous down their columns, read with `wgmma`'s transpose bit or `ldmatrix.trans`). In a loop,
 //! an operand the loop does not change is copied once before it (*resident*), and an operand
 //! loaded from addresses that depend only on the loop variable and values the loop does not
-//! change is copied one iteration *ahead*, into the other of two buffers, while the iteration
-//! computes (flash attention's key and value tiles).
+//! change is copied `depth` iterations *ahead* (`num_stages - 1`), into one of `depth + 1`
+//! buffers used in turn, while the iterations before it compute (flash attention's key and
+//! value tiles).
 
 use super::*;
 
-/// An operand copied one iteration ahead: its two buffers, how they are staged, and the
-/// variable holding the iteration's parity (which buffer the current iteration reads).
+/// An operand copied `depth` iterations ahead: its first buffer and the distance to the next
+/// (`depth + 1` in all), how it is staged, and the variable holding the index of the buffer the
+/// current iteration reads (counted round, `0..=depth`).
 #[derive(Clone)]
 pub(super) struct Ahead {
-    bufs: [usize; 2],
+    first: usize,
+    delta: usize,
+    depth: usize,
     staging: Staging,
-    parity: Ident,
+    buf: Ident,
+}
+
+/// The copies ahead of one loop, for the code around it (`stmt.rs`): the first `depth`
+/// iterations' copies (before the loop), the copies `depth` iterations ahead at the top of each
+/// iteration (from its variable `__i`), both ending with `cp.async` groups, the variable the
+/// caller declares (`u32`, 0) and passes to [`AheadCode::advance`] at the end of each iteration.
+pub(super) struct AheadCode {
+    pub(super) first: TokenStream,
+    pub(super) next: TokenStream,
+    pub(super) buf: Ident,
+    pub(super) depth: usize,
+}
+
+impl AheadCode {
+    /// The code at the end of an iteration: the next iteration reads the next buffer.
+    pub(super) fn advance(&self) -> TokenStream {
+        let (buf, last) = (&self.buf, self.depth as u32);
+        quote!(#buf = if #buf == #last { 0 } else { #buf + 1 };)
+    }
 }
 
 impl DevGen<'_> {
@@ -37,10 +60,10 @@ impl DevGen<'_> {
         if let Some(off) = self.resident.borrow().get(&x) {
             return (quote!(#off), quote!(), Staging::Rows);
         }
-        if let Some(Ahead { bufs: [b0, b1], staging, parity }) = self.ahead.borrow().get(&x).cloned() {
-            // This iteration's copy is the older of the (at most) two pending groups.
-            let delta = b1 - b0;
-            return (quote!((#b0 + ((#parity & 1) as usize) * #delta)), quote!(#d::cp_async_wait_group::<1>();), staging);
+        if let Some(Ahead { first, delta, depth, staging, buf }) = self.ahead.borrow().get(&x).cloned() {
+            // This iteration's copy is the oldest of the (at most) `depth + 1` pending groups.
+            let depth = proc_macro2::Literal::usize_unsuffixed(depth);
+            return (quote!((#first + (#buf as usize) * #delta)), quote!(#d::cp_async_wait_group::<#depth>();), staging);
         }
         let off = self.alloc_aligned((rows * inner * 2).next_multiple_of(align), align);
         let (tile, staging) = self.operand_tile(x, layout, rows, inner);
@@ -161,56 +184,66 @@ impl DevGen<'_> {
         quote!(#(#code)* #d::bar_sync();)
     }
 
-    /// The copies one iteration ahead of the loop over `var` (of device type `t`) that its plan
-    /// asks for (`Schedule::AsWritten`), their two buffers each reserved below `floor`. Returns
-    /// the code before the loop (the first iteration's copies) and at the top of each iteration
-    /// (the next one's, `__i` being the iteration's variable), each ending with a `cp.async`
-    /// group, and the variable the caller declares and counts the iterations' parity in.
-    pub(super) fn copy_ahead(&self, var: LocalId, t: &TokenStream) -> Option<(TokenStream, TokenStream, Ident)> {
+    /// The copies ahead of the loop over `var` (of device type `t`) that its plan asks for
+    /// (`Schedule::AsWritten`), their `depth + 1` buffers each reserved below `floor`. Iteration
+    /// `j` reads buffer `j % (depth + 1)`; the copies at the top of iteration `j` fill buffer
+    /// `(j + depth) % (depth + 1)`, the one iteration `j - 1` read (whose readers the barriers
+    /// of that iteration's statements wait for).
+    pub(super) fn copy_ahead(&self, var: LocalId, t: &TokenStream) -> Option<AheadCode> {
         let k = self.k;
-        let Schedule::AsWritten { ahead, .. } = self.schedule(var) else { return None };
+        let Schedule::AsWritten { ahead, depth, .. } = self.schedule(var) else { return None };
         if ahead.is_empty() {
             return None;
         }
-        let parity = self.fresh("it");
+        let (depth, buf) = (*depth, self.fresh("buf"));
         let mut ops = Vec::new();
         for op in ahead {
             let (align, size) = op.tile_bytes();
-            let bufs = [self.alloc_aligned(size, align), self.alloc_aligned(size, align)];
+            let bufs: Vec<usize> = (0..=depth).map(|_| self.alloc_aligned(size, align)).collect();
             let (tile, staging) = self.operand_tile(op.x, op.layout, op.rows, op.inner);
-            self.ahead.borrow_mut().insert(op.x, Ahead { bufs, staging, parity: parity.clone() });
-            ops.push((op.x, tile, staging, bufs));
+            let (first, delta) = (bufs[0], bufs[1] - bufs[0]);
+            debug_assert!(bufs.windows(2).all(|w| w[1] - w[0] == delta), "ahead buffers evenly spaced");
+            self.ahead.borrow_mut().insert(op.x, Ahead { first, delta, depth, staging, buf: buf.clone() });
+            ops.push((op.x, tile, staging, first, delta));
         }
-        let parity = &parity;
         self.floor.set(self.cursor.get());
         let d = &self.d;
         let id = crate::expand_cpu::local_ident(k, var);
-        // The copies of the iteration whose variable is `value` into buffer `buf` (0 or 1).
-        let copies = |value: TokenStream, buf: TokenStream| {
-            let code = ops.iter().map(|(x, tile, staging, [b0, b1])| {
-                let delta = b1 - b0;
-                self.stage_operand(*x, *tile, *staging, &quote!((#b0 + (#buf) * #delta)))
-            });
+        // The copies of the iteration whose variable is `value` into buffer `b` (a `u32`).
+        let copies = |value: TokenStream, b: TokenStream| {
+            let code = ops.iter().map(|(x, tile, staging, first, delta)| self.stage_operand(*x, *tile, *staging, &quote!((#first + ((#b) as usize) * #delta))));
             let code: Vec<TokenStream> = code.collect();
             quote!({ let #id: #t = #value; #(#code)* })
         };
         let in_range = |v: TokenStream| quote!(((__step > 0 && #v < __end) || (__step < 0 && #v > __end)));
-        let (first_in, next_in) = (in_range(quote!(__start)), in_range(quote!(__nx)));
-        let (first, next) = (copies(quote!(__start), quote!(0usize)), copies(quote!(__nx), quote!((((#parity + 1) & 1) as usize))));
-        self.cursor.set(self.floor.get());
-        Some((
-            quote! {
-                if __step != 0 && #first_in { #first }
-                #d::cp_async_commit();
-            },
-            quote! {
-                if let Some(__nx) = __i.checked_add(__step) {
-                    if #next_in { #next }
+        // Before the loop: iterations `0..depth` into buffers `0..depth`, a group each.
+        let first_copy = copies(quote!(__nx), quote!(__b));
+        let next_in = in_range(quote!(__nx));
+        let (depth_u, depth_t) = (depth as u32, proc_macro2::Literal::usize_unsuffixed(depth));
+        let first = quote! {
+            {
+                let mut __nx: Option<#t> = if __step != 0 { Some(__start) } else { None };
+                let mut __b: u32 = 0;
+                while __b < #depth_u {
+                    if let Some(__nx) = __nx {
+                        if #next_in #first_copy
+                    }
+                    #d::cp_async_commit();
+                    __nx = __nx.and_then(|v| v.checked_add(__step));
+                    __b += 1;
                 }
-                #d::cp_async_commit();
-            },
-            parity.clone(),
-        ))
+            }
+        };
+        // At the top of an iteration: the one `depth` ahead, into the buffer before this one's.
+        let next_copy = copies(quote!(__nx), quote!(if #buf == 0 { #depth_u } else { #buf - 1 }));
+        let next = quote! {
+            if let Some(__nx) = (#depth_t as #t).checked_mul(__step).and_then(|s| __i.checked_add(s)) {
+                if #next_in #next_copy
+            }
+            #d::cp_async_commit();
+        };
+        self.cursor.set(self.floor.get());
+        Some(AheadCode { first, next, buf, depth })
     }
 
     /// Copies a `dot` operand of `numel` elements (rows of `inner`) into shared memory at `off`

@@ -205,13 +205,16 @@ impl DevGen<'_> {
                 let (s, e, st) = (self.ev(*start, &At::Own), self.ev(*end, &At::Own), self.ev(*step, &At::Own));
                 let split = self.split_of(*var).map(|sl| self.split_range_code(sl, &t));
                 let (floor, resident) = (self.floor.get(), self.stage_resident(*var));
-                // Copies one iteration ahead, counting the iterations' parity (not in split loops,
-                // whose parts start inside the loop).
+                // Copies ahead, counting round the buffer each iteration reads (not in split
+                // loops, whose parts start inside the loop).
                 let ahead = self.copy_ahead(*var, &t);
                 let body = self.stmts(body);
                 self.floor.set(floor);
                 let (resident, body) = match ahead {
-                    Some((first, next, parity)) => (quote!(#resident #first let mut #parity: u32 = 0;), quote!(#next #body #parity = #parity.wrapping_add(1);)),
+                    Some(a) => {
+                        let (first, next, buf, advance) = (&a.first, &a.next, &a.buf, a.advance());
+                        (quote!(#resident #first let mut #buf: u32 = 0;), quote!(#next #body #advance))
+                    }
                     None => (resident, body),
                 };
                 if let Some((range, after)) = split {

@@ -518,12 +518,12 @@ fn flash_attention_statistics_stay_in_registers() {
         assert!(matches!(g.kinds[local("p")], LocalKind::Materialized));
     }
     // On sm_90a the second `dot` reads `p` from registers, `q` is copied once before the loop
-    // and `k`/`v` one iteration ahead (two buffers each, `cp.async` groups); no reduction goes
-    // through shared memory.
+    // and `k`/`v` two iterations ahead (`num_stages` 3 by default: three buffers each, `cp.async`
+    // groups); no reduction goes through shared memory.
     let hopper = out.split("# [cfg (target_feature = \"sm_90a\")]").nth(1).expect("an sm_90a body");
     assert!(hopper.contains("wgmma_m64n64k16_f16_rs"), "A from registers");
-    assert!(hopper.contains("cp_async_wait_group :: < 1 >"), "copies one iteration ahead");
-    assert!(hopper.contains("checked_add (__step)"), "the next iteration's copies");
+    assert!(hopper.contains("cp_async_wait_group :: < 2 >"), "copies two iterations ahead");
+    assert!(hopper.contains("checked_mul (__step)"), "the copies two iterations ahead");
 }
 
 /// The schedule the plan gives the only loop of `src`'s first instance on `target`.
@@ -597,7 +597,7 @@ fn plans_schedule_each_loop() {
     let (_, inst) = expand("", &matmul(3, 32, "store(c_ptr + offs_m, offs_m.to::<f16>());"));
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let Schedule::AsWritten { resident, ahead } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    let Schedule::AsWritten { resident, ahead, .. } = only_loop(&p) else { panic!("pipelined:\n{p}") };
     assert!(resident.is_empty() && ahead.is_empty(), "{p}");
     // Flash attention: `q` stays in shared memory for the whole loop, `k` and `v` are copied one
     // iteration ahead, and the first `dot` is followed by the second.
@@ -606,15 +606,29 @@ fn plans_schedule_each_loop() {
     let (_, inst) = expand(attr.trim().trim_start_matches("#[kernel(").trim_end_matches(")]"), body);
     let (k, vals, warps, stages) = &inst[0];
     let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
-    let Schedule::AsWritten { resident, ahead } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+    let Schedule::AsWritten { resident, ahead, depth } = only_loop(&p) else { panic!("pipelined:\n{p}") };
     let names = |ops: &[plan::StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>();
     assert_eq!(names(resident), ["%q.3"]);
     assert_eq!(names(ahead), ["%k.9", "%v.14"]);
+    assert_eq!((*stages, *depth), (3, 2), "num_stages 3 (the default): two iterations ahead");
+    // `num_stages` iterations in flight or ready: the copies run `num_stages - 1` ahead, fewer
+    // when their buffers do not fit in shared memory.
+    for (num_stages, want) in [(1, 1), (3, 2), (4, 3), (1000, 0)] {
+        let p = plan_of(k, vals, *warps, num_stages, Target::Sm90a);
+        let Schedule::AsWritten { resident, ahead, depth } = only_loop(&p) else { panic!("pipelined:\n{p}") };
+        let fits = plan::reserved(0, resident, ahead, *depth) <= plan::smem::SMEM_LIMIT;
+        if want == 0 {
+            assert!(fits && *depth > 1 && *depth < 999 && plan::reserved(0, resident, ahead, *depth + 1) > plan::smem::SMEM_LIMIT, "depth {depth}");
+        } else {
+            assert_eq!(*depth, want, "num_stages {num_stages}");
+            assert!(fits);
+        }
+    }
     let first_dot = p.dots[0].0;
     assert!(p.followed.contains(&first_dot) && p.followed.len() == 1);
     // The plan's text names each decision.
     let text = p.to_string();
-    for want in ["device plan of `attn` for sm_80", "%qk.10: materialized, mma.sync m16n8k16 layout", "staged once before it: %q.3", "copied one iteration ahead: %k.9, %v.14"] {
+    for want in ["device plan of `attn` for sm_80", "%qk.10: materialized, mma.sync m16n8k16 layout", "staged once before it: %q.3", "copied 2 iterations ahead: %k.9, %v.14"] {
         assert!(text.contains(want), "{want:?} in:\n{text}");
     }
 }

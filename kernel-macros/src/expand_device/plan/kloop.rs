@@ -1,6 +1,6 @@
 //! Loop schedules: which `for` loops are software-pipelined K loops (`PipePlan`, emitted by
 //! `pipeline.rs`), and, for the others, which tensor-core `dot` operands are staged once before
-//! the loop (resident) or copied one iteration ahead.
+//! the loop (resident) or copied `num_stages - 1` iterations ahead.
 
 use super::*;
 
@@ -73,11 +73,13 @@ impl DevicePlan<'_> {
     /// The schedule of a loop over `var` that is not software-pipelined: which tensor-core `dot`
     /// operands of its body's top-level statements are staged once before it (immutable
     /// materialized locals defined before the loop, such as flash attention's query tile) and
-    /// which are copied one iteration ahead (loads whose pointers, masks and fill values depend
+    /// which are copied ahead (loads whose pointers, masks and fill values depend
     /// only on `var` and values the loop does not change, in a body that stores nothing: a copy
     /// moved ahead of a store could read memory the store was to change; not in a split loop,
-    /// whose parts start inside it). The body's `dot`s before its last one are then `followed`.
-    pub(crate) fn as_written(&mut self, var: LocalId, body: &[Stmt]) -> Schedule {
+    /// whose parts start inside it), and how many iterations ahead: `num_stages - 1`, fewer when
+    /// their buffers would not fit in shared memory above `floor`. The body's `dot`s before its
+    /// last one are then `followed`.
+    pub(crate) fn as_written(&mut self, var: LocalId, body: &[Stmt], floor: usize) -> Schedule {
         let k = self.k;
         let inside = assigned_values_in(body);
         let dots = self.body_dots(body);
@@ -108,7 +110,11 @@ impl DevicePlan<'_> {
                 self.followed.extend(before_last.iter().copied());
             }
         }
-        Schedule::AsWritten { resident, ahead }
+        let mut depth = self.num_stages.saturating_sub(1).max(1);
+        while depth > 1 && super::reserved(floor, &resident, &ahead, depth) > super::smem::SMEM_LIMIT {
+            depth -= 1;
+        }
+        Schedule::AsWritten { resident, ahead, depth }
     }
 
     /// Whether the boolean block `e` is a conjunction of comparisons of integer expressions that

@@ -9,7 +9,7 @@
 //!   (`layout.rs`: [`Layout`]), the cyclic layout's chunk width, whether slot loops unroll;
 //! - each `for` loop's schedule (`kloop.rs`: a software-pipelined K loop with its operands and
 //!   pointer steps, or the loop as written with the `dot` operands staged once before it or
-//!   copied one iteration ahead) and the loop a launch may split (`split.rs`);
+//!   copied iterations ahead) and the loop a launch may split (`split.rs`);
 //! - each pipelined loop's shared memory (`smem.rs`: where its buffers start, above the tiles
 //!   the loops around it keep; how many fit; the tensor maps its operands can be copied with on
 //!   sm_90a, hence the body's tensor maps);
@@ -97,10 +97,10 @@ pub(crate) enum Schedule {
     Pipelined(PipePlan),
     /// The body as written, each iteration after the other. `resident`: tensor-core `dot`
     /// operands the loop does not change, staged in shared memory once before it; `ahead`:
-    /// operands loaded from addresses that depend only on the loop variable, copied one
-    /// iteration ahead into one of two buffers (never in a body that stores, nor in a split
-    /// loop).
-    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand> },
+    /// operands loaded from addresses that depend only on the loop variable, copied `depth`
+    /// iterations ahead (`num_stages - 1`, at least one, fewer where shared memory is short),
+    /// each into one of `depth + 1` buffers (never in a body that stores, nor in a split loop).
+    AsWritten { resident: Vec<StagedOperand>, ahead: Vec<StagedOperand>, depth: usize },
 }
 
 /// Why a plan is invalid: a broken invariant of the planner (a bug), reported as a compile error
@@ -289,7 +289,7 @@ impl DevicePlan<'_> {
                 Schedule::Pipelined(p) if self.layouts[p.acc] != p.layout || !self.dots.iter().any(|(_, l)| *l == Some(p.layout)) => {
                     return err(format!("the pipelined loop over `{name}` accumulates in a layout its `dot` does not have"));
                 }
-                Schedule::AsWritten { resident, ahead } => {
+                Schedule::AsWritten { resident, ahead, .. } => {
                     if let Some(o) = resident.iter().chain(ahead).find(|o| !matches!(o.layout, Layout::Mma { .. })) {
                         return err(format!("the loop over `{name}` stages operand {} for a `dot` without tensor cores", k.expr_text(o.x)));
                     }
@@ -325,10 +325,10 @@ impl DevicePlan<'_> {
                             self.tensor_maps.extend(p.mem.maps.iter().flatten().map(|(_, t)| t.clone()));
                             Schedule::Pipelined(p)
                         }
-                        _ => self.as_written(*var, body),
+                        _ => self.as_written(*var, body, at.unwrap_or(0)),
                     };
                     let inner = match &schedule {
-                        Schedule::AsWritten { resident, ahead } => at.map(|at| reserved(at, resident, ahead)),
+                        Schedule::AsWritten { resident, ahead, depth } => at.map(|at| reserved(at, resident, ahead, *depth)),
                         Schedule::Pipelined(_) => at,
                     };
                     self.loops.insert(*var, schedule);
@@ -391,14 +391,15 @@ impl fmt::Display for DevicePlan<'_> {
             write!(f, "  for %{}.{var}: ", k.locals[*var].name)?;
             match s {
                 Schedule::Pipelined(p) => p.describe(k, f)?,
-                Schedule::AsWritten { resident, ahead } => {
+                Schedule::AsWritten { resident, ahead, depth } => {
                     let list = |ops: &[StagedOperand]| ops.iter().map(|o| k.expr_text(o.x)).collect::<Vec<_>>().join(", ");
                     write!(f, "as written")?;
                     if !resident.is_empty() {
                         write!(f, "; staged once before it: {}", list(resident))?;
                     }
                     if !ahead.is_empty() {
-                        write!(f, "; copied one iteration ahead: {}", list(ahead))?;
+                        let its = if *depth == 1 { "one iteration".to_string() } else { format!("{depth} iterations") };
+                        write!(f, "; copied {its} ahead: {}", list(ahead))?;
                     }
                     writeln!(f)?;
                 }
@@ -437,10 +438,11 @@ fn concrete_shape(shape: &crate::shape::Shape, vals: &HashMap<String, i64>) -> V
 }
 
 /// Where the statements of a loop's body start in shared memory when the loop starts at `floor`
-/// and keeps the tiles of its `resident` operands and two of each operand copied `ahead` (the
-/// emitter allocates them in this order: `DevGen::stage_resident`, `DevGen::copy_ahead`).
-fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand]) -> usize {
-    let tiles = resident.iter().map(|o| (o, 1)).chain(ahead.iter().map(|o| (o, 2)));
+/// and keeps the tiles of its `resident` operands and `depth + 1` of each operand copied `depth`
+/// iterations `ahead` (the emitter allocates them in this order: `DevGen::stage_resident`,
+/// `DevGen::copy_ahead`).
+pub(crate) fn reserved(floor: usize, resident: &[StagedOperand], ahead: &[StagedOperand], depth: usize) -> usize {
+    let tiles = resident.iter().map(|o| (o, 1)).chain(ahead.iter().map(|o| (o, depth + 1)));
     tiles.fold(floor, |at, (o, copies)| {
         let (align, size) = o.tile_bytes();
         (0..copies).fold(at, |at, _| at.next_multiple_of(align) + size)

@@ -795,1286 +795,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
-      if __step != 0
-        && ((__step > 0 && __start < __end) || (__step < 0 && __start > __end))
       {
-        {
-          let start_n_17: i32 = __start;
-          for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
-              let __r0: usize = (__c % 16usize) * 8;
-              let __col: usize = __c / 16usize;
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  k_base_5,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_kn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                      0usize + ((__pf / 32usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __s0: usize = ({
-                let __tf: usize = (__col * 128usize + __r0);
-                let __tr: usize = __tf / 128usize;
-                let __tc: usize = __tf % 128usize;
-                (__tc / 64usize) * 32usize * 64usize
-                  + ({
-                    let __r: usize = __tr;
-                    __r * 64usize
-                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __tc % 8
-              });
-              if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                        0usize + ((__pf / 1usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              ) && (__p7 as usize) == (__p0 as usize) + 14
-                && ::kernel_std::__private::device::fits(
-                  __p0,
-                  __p_k_ptr,
-                  __len_k_ptr,
-                  8usize,
-                )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + ((32768usize + (0usize) * 8192usize) + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
-              {
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 0usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 1usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 2usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 3usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 4usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 5usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 6usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((32768usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(
-                      ({
-                        let __tf: usize = (__col * 128usize + __r0 + 7usize);
-                        let __tr: usize = __tf / 128usize;
-                        let __tc: usize = __tf % 128usize;
-                        (__tc / 64usize) * 32usize * 64usize
-                          + ({
-                            let __r: usize = __tr;
-                            __r * 64usize
-                              + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                          }) + __tc % 8
-                      }),
-                    ),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        k_base_5,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_kn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_k_ptr,
-                        __len_k_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-              }
-            }
-          }
-          for __jc in 0..2usize {
-            let __c = __jc * 256usize + __tid;
-            if __c < 512usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __tf: usize = __f0;
-                let __tr: usize = __tf / 128usize;
-                let __tc: usize = __tf % 128usize;
-                (__tc / 64usize) * 32usize * 64usize
-                  + ({
-                    let __r: usize = __tr;
-                    __r * 64usize
-                      + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                  }) + __tc % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 0usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  v_base_6,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_stride_vn,
-                  ),
-                ),
-                (0i32)
-                  .wrapping_add(
-                    ({
-                      let __pf: usize = (__f0 + 7usize);
-                      0usize + ((__pf / 1usize) % 128usize) * 1usize
-                    }) as i32,
-                  ),
-              );
-              let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  start_n_17,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 128usize) % 32usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-                __p_n_ctx,
-              );
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
-                  __p_v_ptr,
-                  __len_v_ptr,
-                  8usize,
-                )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + ((49152usize + (0usize) * 8192usize) + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
-              {
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 1usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 2usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 3usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 4usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 5usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 6usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((49152usize + (0usize) * 8192usize))
-                    as *mut ::kernel_std::__private::device::F16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        v_base_6,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_stride_vn,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 128usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_n_ctx,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_v_ptr,
-                        __len_v_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-              }
-            }
-          }
-        }
-      }
-      ::kernel_std::__private::device::cp_async_commit();
-      let mut __it1: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let start_n_17: i32 = __i;
-        if let Some(__nx) = __i.checked_add(__step) {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
               let start_n_17: i32 = __nx;
               for __jc in 0..2usize {
@@ -2166,16 +896,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
-                          + __s0 * 2) as u32,
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 0usize);
@@ -2247,10 +975,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 1usize);
@@ -2322,10 +1048,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 2usize);
@@ -2397,10 +1121,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 3usize);
@@ -2472,10 +1194,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 4usize);
@@ -2547,10 +1267,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 5usize);
@@ -2622,10 +1340,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 6usize);
@@ -2697,10 +1413,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (32768usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(
                           ({
                             let __tf: usize = (__col * 128usize + __r0 + 7usize);
@@ -2863,16 +1577,14 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize)
-                          + __s0 * 2) as u32,
+                        + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 0usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -2932,10 +1644,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 1usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -2995,10 +1705,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 2usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3058,10 +1766,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 3usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3121,10 +1827,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 4usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3184,10 +1888,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 5usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3247,10 +1949,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 6usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3310,10 +2010,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add(
-                          (49152usize + ((((__it1 + 1) & 1) as usize)) * 8192usize),
-                        ) as *mut ::kernel_std::__private::device::F16)
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
                         .add(__s0 + 7usize),
                       {
                         let __a = ::kernel_std::__private::device::ptr_add(
@@ -3377,6 +2075,1356 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               }
             }
           }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf1: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_17: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_17: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __tf: usize = (__col * 128usize + __r0);
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 32usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_17,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 0usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 1usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 2usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 3usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 4usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 5usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 6usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 7usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __tf: usize = __f0;
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 32usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_17,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_17,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((49152usize
+                        + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf1 == 0 { 1u32 } else { __buf1 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_17,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_17,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
         }
         ::kernel_std::__private::device::cp_async_commit();
         let mut __mma2: [f32; 16usize] = [0.0f32; 16usize];
@@ -3409,7 +3457,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (32768usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + (32768usize + (__buf1 as usize) * 8192usize) as u32
                 + ((__wg % 1usize) * 32usize * 128usize) as u32,
               16usize as u32,
               1024usize as u32,
@@ -3887,7 +3935,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             let __wg: usize = __warp / 4;
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (49152usize + ((__it1 & 1) as usize) * 8192usize) as u32
+                + (49152usize + (__buf1 as usize) * 8192usize) as u32
                 + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
                   as u32,
               4096usize as u32,
@@ -3952,7 +4000,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             m_i_12[__j] = m_ij_23[__j];
           },
         );
-        __it1 = __it1.wrapping_add(1);
+        __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,

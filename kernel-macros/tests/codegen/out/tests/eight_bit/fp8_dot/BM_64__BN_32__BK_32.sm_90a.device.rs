@@ -110,1879 +110,16 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      if __step != 0
-        && ((__step > 0 && __start < __end) || (__step < 0 && __start > __end))
       {
-        {
-          let k0_4: i32 = __start;
-          let mut __loaded: u32 = 0;
-          {
-            let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                if __c < 256usize {
-                  let __f0 = __c * 8;
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_m,
-                  )
-                    && {
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c9 = __p_k;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x8,
-                          __c9,
-                        )
-                    });
-                  if __all && (__p0 as usize) % 8 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 7usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_a,
-                      __len_a,
-                      8usize,
-                    )
-                  {
-                    __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                      u32,
-                      2,
-                    >(__p0 as *mut u32);
-                    __loaded |= 1u32 << __jc;
-                  }
-                }
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              2usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                if __loaded & (1u32 << __jc) != 0 {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
-                  ::kernel_std::__private::device::store_vec::<
-                    u32,
-                    4,
-                  >(
-                    __smem.add((0usize + (0usize) * 4096usize) + __s0 * 2)
-                      as *mut u32,
-                    ::kernel_std::__private::device::widen_words::<
-                      ::kernel_std::__private::device::F8E4M3,
-                    >(__words[__jg]),
-                  );
-                }
-              },
-            );
-          }
-          for __jc in 0..2usize {
-            let __c = ::kernel_std::__private::device::opaque_usize(
-              __jc * 128usize + __tid,
-            );
-            if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 4096usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                64i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              64i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-            }
-          }
-          let mut __loaded: u32 = 0;
-          {
-            let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                if __c < 128usize {
-                  let __f0 = __c * 8;
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_4,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_k,
-                  )
-                    && {
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c12 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x11,
-                        __x10,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x11,
-                          __c12,
-                        )
-                    });
-                  if __all && (__p0 as usize) % 8 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 7usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_b,
-                      __len_b,
-                      8usize,
-                    )
-                  {
-                    __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                      u32,
-                      2,
-                    >(__p0 as *mut u32);
-                    __loaded |= 1u32 << __jc;
-                  }
-                }
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                if __loaded & (1u32 << __jc) != 0 {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
-                  ::kernel_std::__private::device::store_vec::<
-                    u32,
-                    4,
-                  >(
-                    __smem.add((8192usize + (0usize) * 2048usize) + __s0 * 2)
-                      as *mut u32,
-                    ::kernel_std::__private::device::widen_words::<
-                      ::kernel_std::__private::device::F8E5M2,
-                    >(__words[__jg]),
-                  );
-                }
-              },
-            );
-          }
-          for __jc in 0..1usize {
-            let __c = ::kernel_std::__private::device::opaque_usize(
-              __jc * 128usize + __tid,
-            );
-            if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((8192usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_4,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_4,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  }),
-                ),
-              );
-            }
-          }
-        }
-      }
-      ::kernel_std::__private::device::cp_async_commit();
-      let mut __it6: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let k0_4: i32 = __i;
-        if let Some(__nx) = __i.checked_add(__step) {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 2u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
               let k0_4: i32 = __nx;
               let mut __loaded: u32 = 0;
@@ -2085,7 +222,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_4,
                             (0i32)
                               .wrapping_add(
@@ -2095,7 +232,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_4,
                             (0i32)
                               .wrapping_add(
@@ -2105,14 +242,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c15 = __p_k;
+                          let __c9 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x14,
-                            __x13,
+                            __x8,
+                            __x7,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x14,
-                              __c15,
+                              __x8,
+                              __c9,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -2158,10 +295,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         4,
                       >(
                         __smem
-                          .add(
-                            (0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize)
-                              + __s0 * 2,
-                          ) as *mut u32,
+                          .add((0usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
                           ::kernel_std::__private::device::F8E4M3,
                         >(__words[__jg]),
@@ -2185,8 +320,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     }) + __sf % 8
                   });
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2277,8 +411,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2369,8 +502,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2461,8 +593,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2553,8 +684,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2645,8 +775,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2737,8 +866,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2829,8 +957,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 4096usize))
+                    (__smem.add((0usize + ((__b) as usize) * 4096usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3017,7 +1144,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3032,7 +1159,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3047,14 +1174,14 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c18 = __p_n;
+                          let __c12 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x17,
-                            __x16,
+                            __x11,
+                            __x10,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x17,
-                              __c18,
+                              __x11,
+                              __c12,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -3100,10 +1227,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                         4,
                       >(
                         __smem
-                          .add(
-                            (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
-                              + __s0 * 2,
-                          ) as *mut u32,
+                          .add((12288usize + ((__b) as usize) * 2048usize) + __s0 * 2)
+                          as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
                           ::kernel_std::__private::device::F8E5M2,
                         >(__words[__jg]),
@@ -3127,10 +1252,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     }) + __sf % 8
                   });
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3220,10 +1343,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3313,10 +1434,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3406,10 +1525,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3499,10 +1616,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3592,10 +1707,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3685,10 +1798,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3778,10 +1889,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (8192usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((12288usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3874,6 +1983,1953 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
               }
             }
           }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf6: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_4: i32 = __i;
+        if let Some(__nx) = (2 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let k0_4: i32 = __nx;
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 256usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_m,
+                    )
+                      && {
+                        let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c15 = __p_k;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x14,
+                          __x13,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x14,
+                            __c15,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_a,
+                        __len_a,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize
+                            + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                              * 4096usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        ::kernel_std::__private::device::F8E4M3,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..2usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 256usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  64i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                64i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E4M3 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 128usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_4,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    )
+                      && {
+                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c18 = __p_n;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x17,
+                          __x16,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x17,
+                            __c18,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_b,
+                        __len_b,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (12288usize
+                            + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                              * 2048usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        ::kernel_std::__private::device::F8E5M2,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..1usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (12288usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_4,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_4,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F8E5M2 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
         }
         ::kernel_std::__private::device::cp_async_commit();
         let mut __mma19: [f32; 16usize] = [0.0f32; 16usize];
@@ -3891,8 +3947,8 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
             __mma19[__j] = acc_3[__j];
           },
         );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
         ::kernel_std::__private::device::fence_proxy_async();
         ::kernel_std::__private::device::bar_sync();
         {
@@ -3900,7 +3956,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
             let __wg: usize = __warp / 4;
             let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (0usize + ((__it6 & 1) as usize) * 4096usize) as u32
+                + (0usize + (__buf6 as usize) * 4096usize) as u32
                 + ((__wg / 1usize) * 64usize * 64usize) as u32,
               16usize as u32,
               512usize as u32,
@@ -3908,7 +3964,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
             );
             let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
               ::kernel_std::__private::device::smem_addr()
-                + (8192usize + ((__it6 & 1) as usize) * 2048usize) as u32
+                + (12288usize + (__buf6 as usize) * 2048usize) as u32
                 + ((__wg % 1usize) * (32usize / 32usize) * 2048usize)
                   as u32,
               2048usize as u32,
@@ -3951,7 +4007,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
             acc_3[__j] = __mma19[__j];
           },
         );
-        __it6 = __it6.wrapping_add(1);
+        __buf6 = if __buf6 == 2u32 { 0 } else { __buf6 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -4724,7 +4780,7 @@ pub unsafe extern "ptx-kernel" fn fp8_dot__BM_64__BN_32__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_fp8_dot__BM_64__BN_32__BK_32: [u8; 209usize] = *b"{\"entry\": \"fp8_dot__BM_64__BN_32__BK_32\", \"kernel\": \"fp8_dot\", \"meta\": {\"BK\": 32, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12288}";
+pub static __KERNEL_META_fp8_dot__BM_64__BN_32__BK_32: [u8; 209usize] = *b"{\"entry\": \"fp8_dot__BM_64__BN_32__BK_32\", \"kernel\": \"fp8_dot\", \"meta\": {\"BK\": 32, \"BM\": 64, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 18432}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

@@ -144,1879 +144,16 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      if __step != 0
-        && ((__step > 0 && __start < __end) || (__step < 0 && __start > __end))
       {
-        {
-          let k0_5: i32 = __start;
-          let mut __loaded: u32 = 0;
-          {
-            let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                if __c < 128usize {
-                  let __f0 = __c * 8;
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_5,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_a,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_5,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(0u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_m,
-                  )
-                    && {
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c9 = __p_k;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x8,
-                          __c9,
-                        )
-                    });
-                  if __all && (__p0 as usize) % 8 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 7usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_a,
-                      __len_a,
-                      8usize,
-                    )
-                  {
-                    __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                      u32,
-                      2,
-                    >(__p0 as *mut u32);
-                    __loaded |= 1u32 << __jc;
-                  }
-                }
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                if __loaded & (1u32 << __jc) != 0 {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
-                  ::kernel_std::__private::device::store_vec::<
-                    u32,
-                    4,
-                  >(
-                    __smem.add((0usize + (0usize) * 2048usize) + __s0 * 2)
-                      as *mut u32,
-                    ::kernel_std::__private::device::widen_words::<
-                      i8,
-                    >(__words[__jg]),
-                  );
-                }
-              },
-            );
-          }
-          for __jc in 0..1usize {
-            let __c = ::kernel_std::__private::device::opaque_usize(
-              __jc * 128usize + __tid,
-            );
-            if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((0usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <i8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            <i32 as ::kernel_std::__private::device::Num>::mul(
-                              ::kernel_std::__private::device::program_id(0u32),
-                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                                32i64,
-                              ),
-                            ),
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_k,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_5,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(0u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_m,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <i8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-            }
-          }
-          let mut __loaded: u32 = 0;
-          {
-            let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                let __c = ::kernel_std::__private::device::opaque_usize(
-                  __jc * 128usize + __tid,
-                );
-                if __c < 128usize {
-                  let __f0 = __c * 8;
-                  let __p0 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __p7 = ::kernel_std::__private::device::ptr_add(
-                    ::kernel_std::__private::device::ptr_add(
-                      __p_b,
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::program_id(1u32),
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          32i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  );
-                  let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      k0_5,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0);
-                            0usize + ((__pf / 32usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_k,
-                  )
-                    && {
-                      let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      );
-                      let __c12 = __p_n;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x11,
-                        __x10,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::lt(
-                          __x11,
-                          __c12,
-                        )
-                    });
-                  if __all && (__p0 as usize) % 8 == 0
-                    && (__p7 as usize) == (__p0 as usize) + 7usize
-                    && ::kernel_std::__private::device::fits(
-                      __p0,
-                      __p_b,
-                      __len_b,
-                      8usize,
-                    )
-                  {
-                    __words[__jg] = ::kernel_std::__private::device::load_vec::<
-                      u32,
-                      2,
-                    >(__p0 as *mut u32);
-                    __loaded |= 1u32 << __jc;
-                  }
-                }
-              },
-            );
-            ::kernel_std::__private::device::unroll::<
-              1usize,
-              _,
-            >(
-              #[inline(always)]
-              |__jg: usize| {
-                let __jc = 0usize + __jg;
-                if __loaded & (1u32 << __jc) != 0 {
-                  let __c = ::kernel_std::__private::device::opaque_usize(
-                    __jc * 128usize + __tid,
-                  );
-                  let __f0 = __c * 8;
-                  let __s0: usize = ({
-                    let __sf: usize = __f0;
-                    ({
-                      let __r: usize = __sf / 32usize;
-                      __r * 32usize
-                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                    }) + __sf % 8
-                  });
-                  ::kernel_std::__private::device::store_vec::<
-                    u32,
-                    4,
-                  >(
-                    __smem.add((4096usize + (0usize) * 2048usize) + __s0 * 2)
-                      as *mut u32,
-                    ::kernel_std::__private::device::widen_words::<
-                      u8,
-                    >(__words[__jg]),
-                  );
-                }
-              },
-            );
-          }
-          for __jc in 0..1usize {
-            let __c = ::kernel_std::__private::device::opaque_usize(
-              __jc * 128usize + __tid,
-            );
-            if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 32usize;
-                  __r * 32usize
-                    + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
-                }) + __sf % 8
-              });
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 0usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 1usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 2usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 3usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 4usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 5usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 6usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-              ::kernel_std::__private::device::store(
-                (__smem.add((4096usize + (0usize) * 2048usize))
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(__s0 + 7usize),
-                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
-                  <u8 as ::kernel_std::__private::device::Elem>::to_f32({
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_b,
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            k0_5,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(1u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            32i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <bool as ::kernel_std::__private::device::Int>::and(
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          k0_5,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 32usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_k,
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          <i32 as ::kernel_std::__private::device::Num>::mul(
-                            ::kernel_std::__private::device::program_id(1u32),
-                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                              32i64,
-                            ),
-                          ),
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n,
-                      ),
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_b,
-                        __len_b,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <u8 as ::kernel_std::__private::device::Elem>::from_i64(
-                        0i64,
-                      )
-                    }
-                  }),
-                ),
-              );
-            }
-          }
-        }
-      }
-      ::kernel_std::__private::device::cp_async_commit();
-      let mut __it6: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let k0_5: i32 = __i;
-        if let Some(__nx) = __i.checked_add(__step) {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 2u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
               let k0_5: i32 = __nx;
               let mut __loaded: u32 = 0;
@@ -2119,7 +256,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __p_m,
                       )
                         && {
-                          let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2129,7 +266,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                             k0_5,
                             (0i32)
                               .wrapping_add(
@@ -2139,14 +276,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c15 = __p_k;
+                          let __c9 = __p_k;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x14,
-                            __x13,
+                            __x8,
+                            __x7,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x14,
-                              __c15,
+                              __x8,
+                              __c9,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -2192,10 +329,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         4,
                       >(
                         __smem
-                          .add(
-                            (0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
-                              + __s0 * 2,
-                          ) as *mut u32,
+                          .add((0usize + ((__b) as usize) * 2048usize) + __s0 * 2)
+                          as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
                           i8,
                         >(__words[__jg]),
@@ -2219,8 +354,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     }) + __sf % 8
                   });
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2311,8 +445,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2403,8 +536,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2495,8 +627,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2587,8 +718,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2679,8 +809,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2771,8 +900,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -2863,8 +991,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add((0usize + ((((__it6 + 1) & 1) as usize)) * 2048usize))
+                    (__smem.add((0usize + ((__b) as usize) * 2048usize))
                       as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
@@ -3051,7 +1178,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         __p_k,
                       )
                         && {
-                          let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3066,7 +1193,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               ::kernel_std::__private::device::program_id(1u32),
                               <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -3081,14 +1208,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                                 }) as i32,
                               ),
                           );
-                          let __c18 = __p_n;
+                          let __c12 = __p_n;
                           <i32 as ::kernel_std::__private::device::Num>::ge(
-                            __x17,
-                            __x16,
+                            __x11,
+                            __x10,
                           )
                             && <i32 as ::kernel_std::__private::device::Num>::lt(
-                              __x17,
-                              __c18,
+                              __x11,
+                              __c12,
                             )
                         });
                       if __all && (__p0 as usize) % 8 == 0
@@ -3134,10 +1261,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                         4,
                       >(
                         __smem
-                          .add(
-                            (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize)
-                              + __s0 * 2,
-                          ) as *mut u32,
+                          .add((6144usize + ((__b) as usize) * 2048usize) + __s0 * 2)
+                          as *mut u32,
                         ::kernel_std::__private::device::widen_words::<
                           u8,
                         >(__words[__jg]),
@@ -3161,10 +1286,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     }) + __sf % 8
                   });
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 0usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3254,10 +1377,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 1usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3347,10 +1468,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 2usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3440,10 +1559,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 3usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3533,10 +1650,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 4usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3626,10 +1741,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 5usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3719,10 +1832,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 6usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3812,10 +1923,8 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
                     ),
                   );
                   ::kernel_std::__private::device::store(
-                    (__smem
-                      .add(
-                        (4096usize + ((((__it6 + 1) & 1) as usize)) * 2048usize),
-                      ) as *mut ::kernel_std::__private::device::F16)
+                    (__smem.add((6144usize + ((__b) as usize) * 2048usize))
+                      as *mut ::kernel_std::__private::device::F16)
                       .add(__s0 + 7usize),
                     <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
                       <u8 as ::kernel_std::__private::device::Elem>::to_f32({
@@ -3908,6 +2017,1953 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
               }
             }
           }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf6: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_5: i32 = __i;
+        if let Some(__nx) = (2 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let k0_5: i32 = __nx;
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 128usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_a,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_m,
+                    )
+                      && {
+                        let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c15 = __p_k;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x14,
+                          __x13,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x14,
+                            __c15,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_a,
+                        __len_a,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (0usize
+                            + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                              * 2048usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        i8,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..1usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (0usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <i8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              <i32 as ::kernel_std::__private::device::Num>::mul(
+                                ::kernel_std::__private::device::program_id(0u32),
+                                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                  32i64,
+                                ),
+                              ),
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_k,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_5,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(0u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_m,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <i8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+            let mut __loaded: u32 = 0;
+            {
+              let mut __words: [[u32; 2]; 8usize] = [[0u32; 2]; 8usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  let __c = ::kernel_std::__private::device::opaque_usize(
+                    __jc * 128usize + __tid,
+                  );
+                  if __c < 128usize {
+                    let __f0 = __c * 8;
+                    let __p0 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __p7 = ::kernel_std::__private::device::ptr_add(
+                      ::kernel_std::__private::device::ptr_add(
+                        __p_b,
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(1u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            32i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    );
+                    let __all = (<i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        k0_5,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0);
+                              0usize + ((__pf / 32usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_k,
+                    )
+                      && {
+                        let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        let __c18 = __p_n;
+                        <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x17,
+                          __x16,
+                        )
+                          && <i32 as ::kernel_std::__private::device::Num>::lt(
+                            __x17,
+                            __c18,
+                          )
+                      });
+                    if __all && (__p0 as usize) % 8 == 0
+                      && (__p7 as usize) == (__p0 as usize) + 7usize
+                      && ::kernel_std::__private::device::fits(
+                        __p0,
+                        __p_b,
+                        __len_b,
+                        8usize,
+                      )
+                    {
+                      __words[__jg] = ::kernel_std::__private::device::load_vec::<
+                        u32,
+                        2,
+                      >(__p0 as *mut u32);
+                      __loaded |= 1u32 << __jc;
+                    }
+                  }
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jg: usize| {
+                  let __jc = 0usize + __jg;
+                  if __loaded & (1u32 << __jc) != 0 {
+                    let __c = ::kernel_std::__private::device::opaque_usize(
+                      __jc * 128usize + __tid,
+                    );
+                    let __f0 = __c * 8;
+                    let __s0: usize = ({
+                      let __sf: usize = __f0;
+                      ({
+                        let __r: usize = __sf / 32usize;
+                        __r * 32usize
+                          + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                      }) + __sf % 8
+                    });
+                    ::kernel_std::__private::device::store_vec::<
+                      u32,
+                      4,
+                    >(
+                      __smem
+                        .add(
+                          (6144usize
+                            + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                              * 2048usize) + __s0 * 2,
+                        ) as *mut u32,
+                      ::kernel_std::__private::device::widen_words::<
+                        u8,
+                      >(__words[__jg]),
+                    );
+                  }
+                },
+              );
+            }
+            for __jc in 0..1usize {
+              let __c = ::kernel_std::__private::device::opaque_usize(
+                __jc * 128usize + __tid,
+              );
+              if __c < 128usize && __loaded & (1u32 << __jc) == 0 {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 32usize;
+                    __r * 32usize
+                      + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                  }) + __sf % 8
+                });
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 0usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 1usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 2usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 3usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 4usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 5usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 6usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+                ::kernel_std::__private::device::store(
+                  (__smem
+                    .add(
+                      (6144usize
+                        + ((if __buf6 == 0 { 2u32 } else { __buf6 - 1 }) as usize)
+                          * 2048usize),
+                    ) as *mut ::kernel_std::__private::device::F16)
+                    .add(__s0 + 7usize),
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f32(
+                    <u8 as ::kernel_std::__private::device::Elem>::to_f32({
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_b,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              k0_5,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_n,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::program_id(1u32),
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              32i64,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <bool as ::kernel_std::__private::device::Int>::and(
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            k0_5,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 32usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_k,
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              ::kernel_std::__private::device::program_id(1u32),
+                              <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                                32i64,
+                              ),
+                            ),
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n,
+                        ),
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b,
+                          __len_b,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <u8 as ::kernel_std::__private::device::Elem>::from_i64(
+                          0i64,
+                        )
+                      }
+                    }),
+                  ),
+                );
+              }
+            }
+          }
         }
         ::kernel_std::__private::device::cp_async_commit();
         let mut __mma19: [f32; 8usize] = [0.0f32; 8usize];
@@ -3925,14 +3981,14 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
             __sums20[__j] = acc_4[__j];
           },
         );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + ((__it6 & 1) as usize) * 2048usize) as u32;
+            + (0usize + (__buf6 as usize) * 2048usize) as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + (4096usize + ((__it6 & 1) as usize) * 2048usize) as u32;
+            + (6144usize + (__buf6 as usize) * 2048usize) as u32;
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -4041,7 +4097,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
             acc_4[__j] = __sums20[__j];
           },
         );
-        __it6 = __it6.wrapping_add(1);
+        __buf6 = if __buf6 == 2u32 { 0 } else { __buf6 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -4755,7 +4811,7 @@ pub unsafe extern "ptx-kernel" fn i8_dot__BM_32__BN_32__BK_32(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_i8_dot__BM_32__BN_32__BK_32: [u8; 206usize] = *b"{\"entry\": \"i8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"i8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 8192}";
+pub static __KERNEL_META_i8_dot__BM_32__BN_32__BK_32: [u8; 207usize] = *b"{\"entry\": \"i8_dot__BM_32__BN_32__BK_32\", \"kernel\": \"i8_dot\", \"meta\": {\"BK\": 32, \"BM\": 32, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 12288}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

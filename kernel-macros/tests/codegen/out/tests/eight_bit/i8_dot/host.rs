@@ -83,7 +83,7 @@ pub mod i8_dot {
         variant: 0usize,
         launch_metas: &[("BM", 32i64), ("BN", 32i64), ("BK", 32i64)],
         threads: 128u32,
-        shared_bytes: 8192u32,
+        shared_bytes: 12288u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[
@@ -102,7 +102,7 @@ pub mod i8_dot {
         variant: 0usize,
         launch_metas: &[("BM", 64i64), ("BN", 32i64), ("BK", 32i64)],
         threads: 128u32,
-        shared_bytes: 12288u32,
+        shared_bytes: 18432u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[

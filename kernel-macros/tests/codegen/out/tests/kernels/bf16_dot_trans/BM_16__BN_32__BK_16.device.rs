@@ -59,671 +59,16 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         16i64,
       );
-      if __step != 0
-        && ((__step > 0 && __start < __end) || (__step < 0 && __start > __end))
       {
-        {
-          let k0_4: i32 = __start;
-          for __jc in 0..1usize {
-            let __c = __jc * 128usize + __tid;
-            if __c < 32usize {
-              let __f0 = __c * 8;
-              let __s0: usize = ({
-                let __sf: usize = __f0;
-                ({
-                  let __r: usize = __sf / 16usize;
-                  __r * 16usize
-                    + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
-                }) + __sf % 8
-              });
-              let __p0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a,
-                  <i64 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_lda,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  k0_4,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 0usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __p7 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_a,
-                  <i64 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::cast::<
-                      i32,
-                      i64,
-                    >(
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 7usize);
-                            0usize + ((__pf / 16usize) % 16usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_lda,
-                  ),
-                ),
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  k0_4,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                ),
-              );
-              let __all = {
-                let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  k0_4,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
-                  k0_4,
-                  (0i32)
-                    .wrapping_add(
-                      ({
-                        let __pf: usize = (__f0 + 7usize);
-                        0usize + ((__pf / 1usize) % 16usize) * 1usize
-                      }) as i32,
-                    ),
-                );
-                let __c3 = __p_k;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x2,
-                  __x1,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x2,
-                    __c3,
-                  )
-              };
-              if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
-                && ::kernel_std::__private::device::fits(
-                  __p0,
-                  __p_a,
-                  __len_a,
-                  8usize,
-                )
-                && ::kernel_std::__private::device::cp_async_pieces::<
-                  16,
-                >(
-                  ::kernel_std::__private::device::smem_addr()
-                    + ((0usize + (0usize) * 512usize) + __s0 * 2) as u32,
-                  __p0 as *const u8,
-                ))
-              {
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 0usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 0usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 1usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 1usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 2usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 2usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 3usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 3usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 4usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 4usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 5usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 5usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 6usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 6usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-                ::kernel_std::__private::device::store(
-                  (__smem.add((0usize + (0usize) * 512usize))
-                    as *mut ::kernel_std::__private::device::BF16)
-                    .add(__s0 + 7usize),
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      ::kernel_std::__private::device::ptr_add(
-                        __p_a,
-                        <i64 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::cast::<
-                            i32,
-                            i64,
-                          >(
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 16usize) % 16usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_lda,
-                        ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        k0_4,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = (__f0 + 7usize);
-                              0usize + ((__pf / 1usize) % 16usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      __p_k,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_a,
-                        __len_a,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    }
-                  },
-                );
-              }
-            }
-          }
-        }
-      }
-      ::kernel_std::__private::device::cp_async_commit();
-      let mut __it0: u32 = 0;
-      let mut __i: i32 = __start;
-      while __step != 0
-        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
-      {
-        let k0_4: i32 = __i;
-        if let Some(__nx) = __i.checked_add(__step) {
-          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 2u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
               let k0_4: i32 = __nx;
               for __jc in 0..1usize {
@@ -799,7 +144,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                     ),
                   );
                   let __all = {
-                    let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                       k0_4,
                       (0i32)
                         .wrapping_add(
@@ -809,7 +154,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           }) as i32,
                         ),
                     );
-                    let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                       k0_4,
                       (0i32)
                         .wrapping_add(
@@ -819,14 +164,14 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                           }) as i32,
                         ),
                     );
-                    let __c6 = __p_k;
+                    let __c3 = __p_k;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x5,
-                      __x4,
+                      __x2,
+                      __x1,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::lt(
-                        __x5,
-                        __c6,
+                        __x2,
+                        __c3,
                       )
                   };
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
@@ -840,14 +185,13 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       16,
                     >(
                       ::kernel_std::__private::device::smem_addr()
-                        + ((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize)
-                          + __s0 * 2) as u32,
+                        + ((0usize + ((__b) as usize) * 512usize) + __s0 * 2)
+                          as u32,
                       __p0 as *const u8,
                     ))
                   {
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 0usize),
                       {
@@ -913,8 +257,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 1usize),
                       {
@@ -980,8 +323,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 2usize),
                       {
@@ -1047,8 +389,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 3usize),
                       {
@@ -1114,8 +455,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 4usize),
                       {
@@ -1181,8 +521,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 5usize),
                       {
@@ -1248,8 +587,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 6usize),
                       {
@@ -1315,8 +653,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                       },
                     );
                     ::kernel_std::__private::device::store(
-                      (__smem
-                        .add((0usize + ((((__it0 + 1) & 1) as usize)) * 512usize))
+                      (__smem.add((0usize + ((__b) as usize) * 512usize))
                         as *mut ::kernel_std::__private::device::BF16)
                         .add(__s0 + 7usize),
                       {
@@ -1386,6 +723,707 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               }
             }
           }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf0: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let k0_4: i32 = __i;
+        if let Some(__nx) = (2 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let k0_4: i32 = __nx;
+            for __jc in 0..1usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 32usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 16usize;
+                    __r * 16usize
+                      + ((((__sf % 16usize) / 8) ^ ((__r / 4usize) % 2usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a,
+                    <i64 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_lda,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_a,
+                    <i64 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::cast::<
+                        i32,
+                        i64,
+                      >(
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 16usize) % 16usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_lda,
+                    ),
+                  ),
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                );
+                let __all = {
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    k0_4,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 16usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __c6 = __p_k;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x5,
+                    __x4,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x5,
+                      __c6,
+                    )
+                };
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_a,
+                    __len_a,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((0usize
+                        + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                          * 512usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (0usize
+                          + ((if __buf0 == 0 { 2u32 } else { __buf0 - 1 }) as usize)
+                            * 512usize),
+                      ) as *mut ::kernel_std::__private::device::BF16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          __p_a,
+                          <i64 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              i32,
+                              i64,
+                            >(
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 16usize) % 16usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_lda,
+                          ),
+                        ),
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          k0_4,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 16usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_k,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_a,
+                          __len_a,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::BF16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
         }
         ::kernel_std::__private::device::cp_async_commit();
         let mut __mma7: [f32; 4usize] = [0.0f32; 4usize];
@@ -1402,7 +1440,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
             __mma7[__j] = 0.0f32;
           },
         );
-        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::cp_async_wait_group::<2>();
         ::kernel_std::__private::device::unroll::<
           1usize,
           _,
@@ -1419,7 +1457,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                 let __j: usize = __jc * 4usize + __v;
                 let __f: usize = __f0 + __v;
                 ::kernel_std::__private::device::store(
-                  (__smem.add(1024usize)
+                  (__smem.add(1536usize)
                     as *mut ::kernel_std::__private::device::BF16)
                     .add(
                       ({
@@ -1505,9 +1543,9 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
         ::kernel_std::__private::device::bar_sync();
         {
           let __sa: u32 = ::kernel_std::__private::device::smem_addr()
-            + (0usize + ((__it0 & 1) as usize) * 512usize) as u32;
+            + (0usize + (__buf0 as usize) * 512usize) as u32;
           let __sb: u32 = ::kernel_std::__private::device::smem_addr()
-            + 1024usize as u32;
+            + 1536usize as u32;
           ::kernel_std::__private::device::unroll::<
             1usize,
             _,
@@ -1643,7 +1681,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
               * 32usize + (__warp % 4usize) * 8usize
               + (((__j) % 4usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             ::kernel_std::__private::device::store(
-              (__smem.add(2048usize) as *mut f32).add(__f),
+              (__smem.add(2560usize) as *mut f32).add(__f),
               __mma7[__j],
             );
           },
@@ -1667,7 +1705,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
                 acc_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                   acc_3[__j],
                   ::kernel_std::__private::device::load(
-                    (__smem.add(2048usize) as *mut f32).add(__f),
+                    (__smem.add(2560usize) as *mut f32).add(__f),
                   ),
                 );
               },
@@ -1675,7 +1713,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
           },
         );
         ::kernel_std::__private::device::bar_sync();
-        __it0 = __it0.wrapping_add(1);
+        __buf0 = if __buf0 == 2u32 { 0 } else { __buf0 + 1 };
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -1818,7 +1856,7 @@ pub unsafe extern "ptx-kernel" fn bf16_dot_trans__BM_16__BN_32__BK_16(
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)]
-pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 222usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6144}";
+pub static __KERNEL_META_bf16_dot_trans__BM_16__BN_32__BK_16: [u8; 222usize] = *b"{\"entry\": \"bf16_dot_trans__BM_16__BN_32__BK_16\", \"kernel\": \"bf16_dot_trans\", \"meta\": {\"BK\": 16, \"BM\": 16, \"BN\": 32}, \"functions\": {}, \"num_warps\": 4, \"num_stages\": 3, \"threads_per_block\": 128, \"dynamic_shared_bytes\": 6656}";
 #[doc(hidden)]
 #[allow(non_local_definitions)]
 #[macro_export]

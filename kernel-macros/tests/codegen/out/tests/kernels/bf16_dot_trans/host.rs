@@ -69,7 +69,7 @@ pub mod bf16_dot_trans {
         variant: 0usize,
         launch_metas: &[("BM", 16i64), ("BN", 32i64), ("BK", 16i64)],
         threads: 128u32,
-        shared_bytes: 6144u32,
+        shared_bytes: 6656u32,
         tma: &[],
         split_bytes: 0u32,
         hidden: &[
