@@ -9,9 +9,9 @@
 use kernel_runtime::{cdiv, LaunchError, Tensor};
 use kernel_std::prelude::*;
 
-/// Grid `(cdiv(n_ctx, BLOCK_M), batch * heads)`. The configs are the ones whose `mma.sync` body
-/// (sm_80) fits the registers for both head dimensions: 64 keys a step with 8 warps ran faster
-/// on an H100 at head dimension 64, but its sm_80 body spills. `q`, `k`, `v` and `o` are 4-D
+/// Grid `(cdiv(n_ctx, BLOCK_M), batch * heads)`. 64 keys a step with 8 warps is the fastest
+/// config on an H100 at head dimension 64 and when causal, but its `mma.sync` body (sm_80)
+/// spills at head dimension 128: it is built for sm_90a only. `q`, `k`, `v` and `o` are 4-D
 /// `(batch, heads, n_ctx, HEAD_DIM)` with the given batch, head and row strides and contiguous
 /// rows (any layout whose last dimension is contiguous, such as PyTorch's
 /// `(batch, n_ctx, heads, HEAD_DIM)` transposed to heads first).
@@ -20,6 +20,7 @@ use kernel_std::prelude::*;
     configs = [
         config(BLOCK_M = 128, BLOCK_N = 32, num_stages = 2, num_warps = 8),
         config(BLOCK_M = 64, BLOCK_N = 32, num_stages = 2, num_warps = 4),
+        config(BLOCK_M = 128, BLOCK_N = 64, num_stages = 2, num_warps = 8, archs = [sm_90a]),
     ],
     key = [n_ctx],
 )]

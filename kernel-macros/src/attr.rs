@@ -104,6 +104,15 @@ fn int_list(a: &Assignment) -> syn::Result<Vec<(i64, Sp)>> {
     }
 }
 
+/// The architecture names of `archs = [sm_90a, ...]` (checked against the device targets later).
+fn arch_list(a: &Assignment) -> syn::Result<Vec<Ident>> {
+    let names: Option<Vec<Ident>> = a.values.iter().map(|v| if let AttrValue::Func(Some(id), _) = v { Some(id.clone()) } else { None }).collect();
+    match names {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(syn::Error::new(a.name.span(), "`archs` takes a list of device architectures, like `archs = [sm_90a]`")),
+    }
+}
+
 fn single_int(a: &Assignment) -> syn::Result<(i64, Sp)> {
     match a.values.as_slice() {
         [AttrValue::Int(v, s)] => Ok((*v, *s)),
@@ -155,6 +164,9 @@ pub struct ConfigAttr {
     pub metas: Vec<(Ident, AttrValue)>,
     pub num_warps: (i64, Sp),
     pub num_stages: (i64, Sp),
+    /// `archs = [sm_90a]`: the device architectures whose builds have this config's entries
+    /// (empty: all of them).
+    pub archs: Vec<Ident>,
     pub span: Sp,
 }
 
@@ -167,7 +179,7 @@ impl Parse for ConfigAttr {
         let content;
         parenthesized!(content in input);
         let list = Punctuated::<Assignment, Token![,]>::parse_terminated(&content)?;
-        let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), span: kw.sp() };
+        let mut c = ConfigAttr { metas: vec![], num_warps: (4, kw.sp()), num_stages: (3, kw.sp()), archs: vec![], span: kw.sp() };
         let mut seen = Vec::new();
         for a in list {
             check_once(&mut seen, &a.name, "a config gives one value per meta-parameter")?;
@@ -175,6 +187,8 @@ impl Parse for ConfigAttr {
                 c.num_warps = single_int(&a)?;
             } else if a.name == "num_stages" {
                 c.num_stages = single_int(&a)?;
+            } else if a.name == "archs" {
+                c.archs = arch_list(&a)?;
             } else if a.values.len() == 1 {
                 c.metas.push((a.name, a.values[0].clone()));
             } else {
@@ -258,7 +272,7 @@ fn assigned_names(tokens: TokenStream, out: &mut Vec<String>) {
     for part in tokens.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ',')) {
         if let [TokenTree::Ident(name), TokenTree::Punct(eq), ..] = part {
             let n = name.to_string();
-            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" {
+            if eq.as_char() == '=' && n != "num_warps" && n != "num_stages" && n != "archs" {
                 out.push(n);
             }
         }

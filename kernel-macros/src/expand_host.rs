@@ -218,8 +218,8 @@ pub fn module(
             };
             quote!((#n, #val))
         });
-        let (w, s) = (c.num_warps as u32, c.num_stages as u32);
-        quote!(#rt::Config { meta: &[#(#metas),*], num_warps: #w, num_stages: #s })
+        let (w, s, archs) = (c.num_warps as u32, c.num_stages as u32, &c.archs);
+        quote!(#rt::Config { meta: &[#(#metas),*], num_warps: #w, num_stages: #s, archs: &[#(#archs),*] })
     });
 
     // INFO: the signature the runtime validates arguments against.

@@ -2,6 +2,7 @@
 //! meta values. Every instance that can run is known at compile time.
 
 use crate::attr::{AttrValue, AutotuneAttr, KernelAttr};
+use syn::Ident;
 use crate::diag::{Diagnostics, Sp, SpanRange};
 use crate::ir::{MetaKind, ParamKind};
 use crate::signature::Signature;
@@ -38,7 +39,14 @@ pub struct ConfigData {
     pub metas: Vec<(String, MetaVal)>,
     pub num_warps: i64,
     pub num_stages: i64,
+    /// The device architectures whose builds have this config's entries ([`ARCHS`]); empty:
+    /// every one.
+    pub archs: Vec<String>,
 }
+
+/// The architectures a config may name in `archs = [...]`: `sm_90a` (the Hopper body, built
+/// with `--arch sm_90a`) and `sm_80` (the body every other architecture runs).
+pub const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
 
 pub struct Instances {
     pub configs: Vec<ConfigData>,
@@ -223,6 +231,26 @@ fn check_num_warps(num_warps: i64, span: Sp, diag: &mut Diagnostics) {
     }
 }
 
+/// Rule: a config's `archs` name known device architectures ([`ARCHS`]), each once. Naming
+/// all of them is the same as naming none.
+fn config_archs(names: &[Ident], diag: &mut Diagnostics) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for id in names {
+        let n = id.to_string();
+        if !ARCHS.contains(&n.as_str()) {
+            diag.error(id.sp(), format!("unknown device architecture `{n}`: a config's `archs` may name {} (every other architecture runs the sm_80 body)", ARCHS.join(" and ")));
+        } else if out.contains(&n) {
+            diag.error(id.sp(), format!("`{n}` is named twice in `archs`"));
+        } else {
+            out.push(n);
+        }
+    }
+    if out.len() == ARCHS.len() {
+        out.clear();
+    }
+    out
+}
+
 /// Rule: `num_stages` is 1 to 8.
 fn check_num_stages(num_stages: i64, span: Sp, diag: &mut Diagnostics) {
     if !(1..=8).contains(&num_stages) {
@@ -273,7 +301,8 @@ fn check_distinct_configs(at: &AutotuneAttr, configs: &[ConfigData], diag: &mut 
     let sorted = |c: &ConfigData| {
         let mut m = c.metas.clone();
         m.sort_by(|a, b| a.0.cmp(&b.0));
-        ConfigData { metas: m, ..c.clone() }
+        // Configs that differ only in their architectures would have the same code.
+        ConfigData { metas: m, archs: vec![], ..c.clone() }
     };
     let mut seen: Vec<(usize, ConfigData)> = Vec::new();
     for (i, (c, attr)) in configs.iter().zip(&at.configs).enumerate() {
@@ -348,14 +377,15 @@ pub fn collect_instances(
                     diag.error(c.span, "every autotune config must set the same meta-parameters as the first one");
                 }
             }
-            configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0 });
+            let archs = config_archs(&c.archs, diag);
+            configs.push(ConfigData { metas, num_warps: c.num_warps.0, num_stages: c.num_stages.0, archs });
         }
         check_distinct_configs(at, &configs, diag);
     } else {
         // `num_warps = [4, 8]`, `num_stages = [2, 3]`: one config per combination, tuned at launch.
         for &w in &warps_list {
             for &st in &stages_list {
-                configs.push(ConfigData { metas: vec![], num_warps: w, num_stages: st });
+                configs.push(ConfigData { metas: vec![], num_warps: w, num_stages: st, archs: vec![] });
             }
         }
     }

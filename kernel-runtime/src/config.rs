@@ -108,6 +108,13 @@ pub struct Config {
     pub num_warps: u32,
     /// Software-pipelining depth on a GPU (ignored on the CPU).
     pub num_stages: u32,
+    /// The device architectures whose builds have this configuration's entries (`archs = [...]`
+    /// in its `config(...)`: `"sm_90a"`, `"sm_80"`); empty for every one. On a GPU whose module
+    /// lacks them, launching the configuration is [`LaunchError::MissingEntry`] and the
+    /// autotuner skips it; the CPU backend runs every configuration.
+    ///
+    /// [`LaunchError::MissingEntry`]: crate::LaunchError::MissingEntry
+    pub archs: &'static [&'static str],
 }
 
 impl Config {
@@ -123,7 +130,25 @@ impl Config {
         num_warps: u32,
         num_stages: u32,
     ) -> Self {
-        Config { meta, num_warps, num_stages }
+        Config { meta, num_warps, num_stages, archs: &[] }
+    }
+
+    /// The same configuration, built for the architectures `archs` only (see [`Config::archs`]).
+    ///
+    /// ```
+    /// use kernel_runtime::{Config, MetaValue};
+    /// const C: Config = Config::new(&[("BLOCK", MetaValue::Int(64))], 8, 2).for_archs(&["sm_90a"]);
+    /// assert!(C.is_built_for("sm_90a") && !C.is_built_for("sm_80"));
+    /// assert_eq!(C.to_string(), "BLOCK=64, num_warps=8, num_stages=2, archs=[sm_90a]");
+    /// assert!(Config::new(&[], 4, 3).is_built_for("sm_80"));
+    /// ```
+    pub const fn for_archs(self, archs: &'static [&'static str]) -> Self {
+        Config { archs, ..self }
+    }
+
+    /// Whether device builds for architecture `arch` have this configuration's entries.
+    pub fn is_built_for(&self, arch: &str) -> bool {
+        self.archs.is_empty() || self.archs.contains(&arch)
     }
 
     /// The value of meta-parameter `name`, if the configuration sets it.
@@ -144,7 +169,11 @@ impl fmt::Display for Config {
         for (name, value) in self.meta {
             write!(f, "{name}={value}, ")?;
         }
-        write!(f, "num_warps={}, num_stages={}", self.num_warps, self.num_stages)
+        write!(f, "num_warps={}, num_stages={}", self.num_warps, self.num_stages)?;
+        if !self.archs.is_empty() {
+            write!(f, ", archs=[{}]", self.archs.join(", "))?;
+        }
+        Ok(())
     }
 }
 

@@ -235,3 +235,12 @@
 //! (`#[kernel(num_warps = 8)]`, or per `config(...)`), or, without `#[autotune]`, lists
 //! (`#[kernel(num_warps = [4, 8], num_stages = [2, 3])]`) that make one config per combination:
 //! `launch` tunes among them like autotune configs, `launch_config(i, ...)` runs `CONFIGS[i]`.
+//! `num_stages` is, as in Triton, how many iterations of a loop have their `dot` operands in
+//! flight or ready: copies run `num_stages - 1` iterations ahead of the tensor cores.
+//!
+//! A config may name the device architectures it is built for: `config(BLOCK_N = 64,
+//! num_warps = 8, archs = [sm_90a])` (`sm_90a`: Hopper's body; `sm_80`: the body every other
+//! architecture runs), for a tile that is fast on one architecture and does not fit another's
+//! registers. Builds for other architectures leave its entries out; on such a GPU the autotuner
+//! skips it, and `launch_config` of it is `LaunchError::MissingEntry`. The CPU backend runs
+//! every config. `CONFIGS[i].archs` lists the architectures (empty: all).

@@ -43,13 +43,19 @@ fn only_cfg(name: &str) -> TokenStream {
 /// launches that split nothing). When a tensor-core `dot` can use Hopper's
 /// `wgmma`, each entry has two bodies: one for `sm_90a` (`wgmma`) and one for every other
 /// architecture (`mma.sync`); the instance asks for the largest shared memory of them all.
-pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize) -> Result<DeviceEntry, plan::PlanError> {
+///
+/// `archs` (a config's `archs = [...]`, empty for all): the device architectures whose builds
+/// have the entries; a build for another one has neither the entries nor their manifest
+/// records, and launching them there is [`kernel_runtime::LaunchError::MissingEntry`] (the
+/// autotuner skips such configs).
+pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, archs: &[String]) -> Result<DeviceEntry, plan::PlanError> {
     let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split };
-    let plain = entry_fn(k, entry_name, &inst(false))?;
+    let only = targets_of(archs);
+    let plain = entry_fn(k, entry_name, &inst(false), only)?;
     if plain.split_bytes == 0 {
         return Ok(plain);
     }
-    let split = entry_fn(k, &format!("{entry_name}__split"), &inst(true))?;
+    let split = entry_fn(k, &format!("{entry_name}__split"), &inst(true), only)?;
     debug_assert_eq!(plain.tma, split.tma);
     let tokens = [plain.tokens, split.tokens].into_iter().collect();
     let plans = plain.plans.into_iter().chain(split.plans).collect();
@@ -79,9 +85,19 @@ fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, pl
     Ok(out)
 }
 
+/// The one target a config's `archs` leave, if they leave one (`None`: every target).
+fn targets_of(archs: &[String]) -> Option<Target> {
+    match archs {
+        [a] if a == Target::Sm90a.name() => Some(Target::Sm90a),
+        [a] if a == Target::Sm80.name() => Some(Target::Sm80),
+        _ => None,
+    }
+}
+
 /// One entry of an instance (see [`entry`]); with `inst.split`, the version for split launches.
-/// The plain version reports in `split_bytes` whether a split one exists.
-fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<DeviceEntry, plan::PlanError> {
+/// The plain version reports in `split_bytes` whether a split one exists. `only`: the one target
+/// whose builds have the entry.
+fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>, only_target: Option<Target>) -> Result<DeviceEntry, plan::PlanError> {
     let bodies = bodies(k, inst)?;
     let d = &bodies[0].0.d;
     let params = k.params.iter().map(|p| {
@@ -134,15 +150,21 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>) -> Result<D
     // spare for the split loop's start); elsewhere launches run the plain entry.
     let hopper_only = inst.split && bodies.len() > 1;
     let shared = bodies.iter().map(|b| b.2).max().unwrap_or(0);
+    let keep = |t: Target| only_target.is_none_or(|o| o == t) && (!hopper_only || t == Target::Sm90a);
+    let kept: Vec<Target> = [Target::Sm80, Target::Sm90a].into_iter().filter(|t| keep(*t)).collect();
+    if kept.is_empty() {
+        // A split entry for sm_90a only, of a config for sm_80 only.
+        return Ok(DeviceEntry { tokens: quote!(), shared_bytes: shared, tma, split_bytes, hidden, split_hidden: vec![], plans: vec![] });
+    }
     let tokens = match &bodies[..] {
         [(_, body, ..), (_, hb, ..)] => {
-            let hopper_fn = function(Target::Sm90a.cfg(), hb, prefetch.as_ref());
-            let other_fn = (!hopper_only).then(|| function(Target::Sm80.cfg(), body, None));
+            let hopper_fn = keep(Target::Sm90a).then(|| function(Target::Sm90a.cfg(), hb, prefetch.as_ref()));
+            let other_fn = keep(Target::Sm80).then(|| function(Target::Sm80.cfg(), body, None));
             quote!(#hopper_fn #other_fn)
         }
-        _ => function(quote!(), &bodies[0].1, None),
+        _ => function(only_target.map(Target::cfg).unwrap_or_default(), &bodies[0].1, None),
     };
-    let meta_cfg = hopper_only.then(|| Target::Sm90a.cfg());
+    let meta_cfg = (kept.len() == 1).then(|| kept[0].cfg());
     let meta = entry_metadata(k, entry_name, inst.vals, inst.num_warps, inst.num_stages, shared);
     // The entry of a kernel named `r#type` is `r#type`: `__KERNEL_META_r#type` is no identifier.
     let meta_name = format_ident!("__KERNEL_META_{}", entry_name.trim_start_matches("r#"));

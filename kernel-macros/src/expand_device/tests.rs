@@ -195,7 +195,7 @@ fn wgmma_b_tiles_are_stored_in_swizzled_column_blocks() {
 fn tma_of(src: &str) -> (String, Vec<TmaDesc>) {
     let (out, inst) = expand("", src);
     let (k, vals, warps, stages) = &inst[0];
-    (out, entry(k, "mm", vals, *warps, *stages).expect("a valid plan").tma)
+    (out, entry(k, "mm", vals, *warps, *stages, &[]).expect("a valid plan").tma)
 }
 
 /// K tiles of 128 (too large for the snapshots; two warpgroups take the same path in
@@ -381,7 +381,7 @@ fn loops_that_cannot_be_split_are_not() {
     let split_bytes = |src: &str| {
         let (_, inst) = expand("", src);
         let (k, vals, warps, stages) = &inst[0];
-        entry(k, "mm", vals, *warps, *stages).expect("a valid plan").split_bytes
+        entry(k, "mm", vals, *warps, *stages, &[]).expect("a valid plan").split_bytes
     };
     let seed = matmul(3, 32, "");
     // The seed: a 64x64 f32 accumulator per part.
@@ -828,4 +828,35 @@ fn widened_single_use_loads_are_read_at_their_use_in_blocks_of_several_chunks() 
     };
     assert!(kinds("BLOCK = [4096], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Inline(_))));
     assert!(kinds("BLOCK = [1024], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Materialized)));
+}
+
+/// A config's `archs` leave its entries (and their manifest records) out of the other
+/// architectures' builds; the host's `CONFIGS` list them. A kernel without `wgmma` has one
+/// body, kept under the config's architecture's `cfg`.
+#[test]
+fn configs_name_the_architectures_they_are_built_for() {
+    let src = r#"#[autotune(configs = [config(BLOCK = 64, archs = [sm_90a]), config(BLOCK = 128, archs = [sm_80]), config(BLOCK = 256), config(BLOCK = 512, archs = [sm_80, sm_90a])], key = [n])]
+        fn k<const BLOCK: i32>(x: Ptr<f32>, n: i32) {
+            let offs = arange(0, BLOCK);
+            store(x + offs, offs.to::<f32>(), offs < n);
+        }"#;
+    let (out, _) = expand("", src);
+    let hopper = "# [cfg (target_feature = \"sm_90a\")]";
+    let other = "# [cfg (not (target_feature = \"sm_90a\"))]";
+    // The `cfg` right before an item's `#[no_mangle]`-led attributes, if any.
+    let cfg_of = |item: &str| -> Option<&str> {
+        let at = out.find(item).unwrap_or_else(|| panic!("{item} in the expansion"));
+        let attrs = &out[..at];
+        let start = attrs.rfind("# [no_mangle]").expect("the item's attributes");
+        let before = attrs[..start].trim_end();
+        [hopper, other].into_iter().find(|c| before.ends_with(&format!("{c} # [cfg (any (not (kernel_only) , kernel_only = \"k\"))]")) || before.ends_with(c))
+    };
+    assert_eq!(cfg_of("fn k__c0 ("), Some(hopper));
+    assert_eq!(cfg_of("__KERNEL_META_k__c0 :"), Some(hopper));
+    assert_eq!(cfg_of("fn k__c1 ("), Some(other));
+    assert_eq!(cfg_of("__KERNEL_META_k__c1 :"), Some(other));
+    assert_eq!(cfg_of("fn k__c2 ("), None);
+    // Naming every architecture is naming none.
+    assert_eq!(cfg_of("fn k__c3 ("), None);
+    assert!(out.contains("archs : & [\"sm_90a\"]") && out.contains("archs : & [\"sm_80\"]"), "CONFIGS list the architectures");
 }

@@ -28,6 +28,7 @@ pub mod batched_matmul_kernel {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -38,6 +39,7 @@ pub mod batched_matmul_kernel {
       ],
       num_warps: 8u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -48,6 +50,7 @@ pub mod batched_matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -58,6 +61,7 @@ pub mod batched_matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

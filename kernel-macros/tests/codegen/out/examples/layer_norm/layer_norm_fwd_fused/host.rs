@@ -22,6 +22,7 @@ pub mod layer_norm_fwd_fused {
       meta: &[],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

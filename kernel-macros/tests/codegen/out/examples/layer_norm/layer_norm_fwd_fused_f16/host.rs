@@ -26,11 +26,13 @@ pub mod layer_norm_fwd_fused_f16 {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(256i64))],
       num_warps: 1u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(512i64))],
       num_warps: 2u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -38,6 +40,7 @@ pub mod layer_norm_fwd_fused_f16 {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -45,6 +48,7 @@ pub mod layer_norm_fwd_fused_f16 {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -52,6 +56,7 @@ pub mod layer_norm_fwd_fused_f16 {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -59,6 +64,7 @@ pub mod layer_norm_fwd_fused_f16 {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

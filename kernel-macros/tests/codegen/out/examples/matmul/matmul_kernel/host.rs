@@ -27,6 +27,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -37,6 +38,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -47,6 +49,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -57,6 +60,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -67,6 +71,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -77,6 +82,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -87,6 +93,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 2u32,
       num_stages: 5u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -97,6 +104,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 2u32,
       num_stages: 5u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -107,6 +115,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -117,6 +126,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -127,6 +137,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -137,6 +148,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 8u32,
       num_stages: 4u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -147,6 +159,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -157,6 +170,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -167,6 +181,7 @@ pub mod matmul_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

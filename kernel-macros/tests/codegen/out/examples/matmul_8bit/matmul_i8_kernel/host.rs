@@ -27,6 +27,7 @@ pub mod matmul_i8_kernel {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -37,6 +38,7 @@ pub mod matmul_i8_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

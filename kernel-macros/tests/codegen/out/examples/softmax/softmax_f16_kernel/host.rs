@@ -20,16 +20,19 @@ pub mod softmax_f16_kernel {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(128i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(256i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(512i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -37,6 +40,7 @@ pub mod softmax_f16_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -44,6 +48,7 @@ pub mod softmax_f16_kernel {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -51,6 +56,7 @@ pub mod softmax_f16_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -58,6 +64,7 @@ pub mod softmax_f16_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -65,6 +72,7 @@ pub mod softmax_f16_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -22,16 +22,19 @@ pub mod softmax_kernel {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(128i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(256i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[("BLOCK_SIZE", ::kernel_runtime::__private::MetaValue::Int(512i64))],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -39,6 +42,7 @@ pub mod softmax_kernel {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -46,6 +50,7 @@ pub mod softmax_kernel {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -53,6 +58,7 @@ pub mod softmax_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -60,6 +66,7 @@ pub mod softmax_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -67,6 +74,7 @@ pub mod softmax_kernel {
       ],
       num_warps: 16u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -19,6 +19,7 @@ pub mod softmax_online_f16_kernel {
       meta: &[],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -23,6 +23,7 @@ pub mod fp8_ops {
       meta: &[],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

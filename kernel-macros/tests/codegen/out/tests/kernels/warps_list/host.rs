@@ -20,31 +20,37 @@ pub mod warps_list {
       meta: &[],
       num_warps: 2u32,
       num_stages: 1u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 2u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 4u32,
       num_stages: 1u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 8u32,
       num_stages: 1u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -19,6 +19,7 @@ pub mod math_f64_more {
       meta: &[],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -27,6 +27,7 @@ pub mod dot_reductions {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -35,6 +36,7 @@ pub mod dot_reductions {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -43,6 +45,7 @@ pub mod dot_reductions {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -51,6 +54,7 @@ pub mod dot_reductions {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -59,6 +63,7 @@ pub mod dot_reductions {
       ],
       num_warps: 8u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[
@@ -67,6 +72,7 @@ pub mod dot_reductions {
       ],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

@@ -22,11 +22,13 @@ pub mod reduce_layouts {
       meta: &[],
       num_warps: 1u32,
       num_stages: 3u32,
+      archs: &[],
     },
     ::kernel_runtime::__private::Config {
       meta: &[],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.

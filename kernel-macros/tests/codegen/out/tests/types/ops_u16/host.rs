@@ -26,6 +26,7 @@ pub mod ops_u16 {
       meta: &[],
       num_warps: 4u32,
       num_stages: 3u32,
+      archs: &[],
     },
   ];
   /// Whether `launch` chooses among several configs by autotuning.
