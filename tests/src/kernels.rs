@@ -190,3 +190,21 @@ pub fn warps_list<const B: i32>(x: Ptr<f32>, out: Ptr<f32>) {
     store(out + i, v.cumsum(0));
     store(out + B, v.sum(0));
 }
+
+/// `y = 2x + 1` on rows of `n` f16 values (row stride `stride`), one program per row, in blocks
+/// of `B` through pointer blocks stepped by `B` (`xs += B`): each iteration's copy holds two
+/// 16-byte chunks per thread, so the GPU tests every chunk ahead and copies with vector
+/// accesses when all pass (rows whose start is only 2-byte aligned take the checked copy).
+#[kernel(B = [2048], num_warps = 4)]
+pub fn stepped_rows<const B: i32>(x: Ptr<f16>, y: Ptr<f16>, n: i32, stride: i32) {
+    let row = program_id(0);
+    let mut xs = x + row * stride + arange(0, B);
+    let mut ys = y + row * stride + arange(0, B);
+    for off in range(0, n, B) {
+        let m = off + arange(0, B) < n;
+        let v = load(xs, m, 0.0).to::<f32>();
+        store(ys, (v * 2.0 + 1.0).to::<f16>(), m);
+        xs += B;
+        ys += B;
+    }
+}

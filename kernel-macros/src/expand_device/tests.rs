@@ -810,6 +810,21 @@ fn elementwise_phases_of_several_chunks_are_split() {
     let s = device_code("BLOCK = [4096], num_warps = 4", scattered);
     assert_eq!(s.matches(split).count(), 3, "the indices' load, the scattered store's phase (for its load), the store to `w`");
     assert_eq!(s.matches("store_vec_any").count(), 2, "the scattered store is tested chunk by chunk");
+    // Pointer blocks stepped by a scalar in a loop (`xs += BLOCK`) are their first value plus a
+    // scalar offset: tested ahead like pointers computed from the loop variable.
+    let stepped = "fn c<const BLOCK: i32>(x: Ptr<f16>, z: Ptr<f16>, n: i32) {
+        let mut xs = x + arange(0, BLOCK);
+        let mut zs = z + arange(0, BLOCK);
+        for off in range(0, n, BLOCK) {
+            let m = off + arange(0, BLOCK) < n;
+            store(zs, load(xs, m, 0.0), m);
+            xs += BLOCK;
+            zs += BLOCK;
+        }
+    }";
+    let c = device_code("BLOCK = [4096], num_warps = 4", stepped);
+    assert_eq!(c.matches(split).count(), 1, "the loop's copy");
+    assert!(c.contains("load_vec_any :: <") && c.contains("store_vec_any :: <"));
 }
 
 #[test]

@@ -247,13 +247,15 @@ impl DevGen<'_> {
     }
 
     /// Whether evaluating `e` reads a per-thread array (a materialized block or a temporary).
+    /// An affine local (a block stepped by a scalar in a loop, `ptrs += BLOCK`) is its first
+    /// value plus a scalar offset: it reads what its first value reads.
     fn reads_arrays(&self, e: ExprId) -> bool {
         if self.temps.borrow().contains_key(&e) {
             return true;
         }
         match &self.k.exprs[e].kind {
             ExprKind::Local(l) => match self.kinds[*l] {
-                LocalKind::Pure(v) | LocalKind::Inline(v) => self.reads_arrays(v),
+                LocalKind::Pure(v) | LocalKind::Inline(v) | LocalKind::Affine(v) => self.reads_arrays(v),
                 LocalKind::Scalar => false,
                 _ => !self.shapes[e].is_empty(),
             },

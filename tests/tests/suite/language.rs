@@ -194,3 +194,26 @@ fn num_warps_and_num_stages_lists_make_configs() {
     warps_list::launch((1,), &x, &out, 256).unwrap();
     assert_eq!(out.to_vec(), want);
 }
+
+/// Pointer blocks stepped in a loop (`xs += B`) over rows of any length and alignment: every
+/// element of each row once (computed in f32, rounded once, as the reference), nothing past it.
+#[test]
+fn stepped_pointer_rows() {
+    let dev = test_device();
+    // (rows, n, stride): whole blocks; a tail; rows starting 2-byte aligned; a row shorter than
+    // a block.
+    for (rows, n, stride) in [(3usize, 4096usize, 4096usize), (3, 5000, 5000), (4, 4097, 4099), (2, 100, 104)] {
+        let xs: Vec<f16> = (0..rows * stride).map(|i| f16::from_f32(((i * 37) % 1001) as f32 / 64.0 - 7.0)).collect();
+        let x = Tensor::from_vec(&dev, &[rows * stride], xs.clone()).unwrap();
+        let y = Tensor::<f16>::full(&dev, &[rows * stride], f16::NAN).unwrap();
+        stepped_rows::launch((rows as i32,), &x, &y, n as i32, stride as i32, 2048).unwrap();
+        let got = y.to_vec();
+        for (i, (g, v)) in got.iter().zip(&xs).enumerate() {
+            if i % stride < n {
+                assert_eq!(g.to_bits(), f16::from_f32(v.to_f32() * 2.0 + 1.0).to_bits(), "rows {rows}, n {n}, stride {stride}: element {i}");
+            } else {
+                assert!(g.is_nan(), "rows {rows}, n {n}, stride {stride}: element {i} past its row was written");
+            }
+        }
+    }
+}
