@@ -97,6 +97,29 @@ fn every_config_matches_the_reference() {
     }
 }
 
+/// A negative scale (the kernel's unmasked loop takes the row maxima of the raw scores, so such
+/// scales go through its masked loop), every config, both head dimensions.
+#[test]
+fn negative_scale_matches_the_reference() {
+    let dev = tests::test_device();
+    for (shape, seed) in [([1, 2, 150, 64], 21), ([1, 1, 130, 128], 23)] {
+        let (q, qv) = operand(&dev, shape, false, seed);
+        let (k, kv) = operand(&dev, shape, false, seed + 1);
+        let (v, vv) = operand(&dev, shape, false, seed + 2);
+        for causal in [false, true] {
+            let want = reference(&qv, &kv, &vv, shape, causal, -0.3);
+            for cfg in 0..attn_fwd::CONFIGS.len() {
+                let o = Tensor::<f16>::full(&dev, &shape, f16::NAN).unwrap();
+                if !launch_config(cfg, &q, &k, &v, &o, causal, -0.3) {
+                    continue;
+                }
+                let r = worst_ratio(&o.to_f64_vec(), &want, ATOL, RTOL);
+                assert!(r <= 1.0, "{shape:?} causal {causal}, config {cfg}: worst error ratio {r}");
+            }
+        }
+    }
+}
+
 /// The autotuned wrapper on operands in PyTorch's `(batch, n_ctx, heads, head_dim)` layout,
 /// viewed heads-first (row stride `heads * head_dim`, head stride `head_dim`).
 #[test]
