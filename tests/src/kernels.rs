@@ -208,3 +208,39 @@ pub fn stepped_rows<const B: i32>(x: Ptr<f16>, y: Ptr<f16>, n: i32, stride: i32)
         ys += B;
     }
 }
+
+/// Attention's two stages as Triton's tutorial writes them: one `q` tile, the key blocks before
+/// `lo` in one loop and the rest in a second one (here both unmasked: `n` and `lo` multiples of
+/// `BN`). `o` gets `softmax(q k^T) v` for the `BM` query rows of the program (row-major, head
+/// dimension 64).
+#[kernel(BM = [64], BN = [32], num_warps = 4, num_stages = 2)]
+pub fn two_stage_attention<const BM: i32, const BN: i32>(q_ptr: Ptr<f16>, k_ptr: Ptr<f16>, v_ptr: Ptr<f16>, o_ptr: Ptr<f32>, n: i32, lo: i32) {
+    let offs_m = program_id(0) * BM + arange(0, BM);
+    let offs_n = arange(0, BN);
+    let offs_d = arange(0, 64);
+    let q = load(q_ptr + offs_m.as_col() * 64 + offs_d.as_row());
+    let mut m_i = full::<f32>([BM], f32::NEG_INFINITY);
+    let mut l_i = full::<f32>([BM], 0.0);
+    let mut acc = zeros::<f32>([BM, 64]);
+    for start_n in range(0, lo, BN) {
+        let cols = start_n + offs_n;
+        let qk = dot(q, load(k_ptr + cols.as_row() * 64 + offs_d.as_col()));
+        let m_ij = maximum(m_i, qk.max(1));
+        let p = exp(qk - m_ij.as_col());
+        let alpha = exp(m_i - m_ij);
+        l_i = l_i * alpha + p.sum(1);
+        acc = dot(p.to::<f16>(), load(v_ptr + cols.as_col() * 64 + offs_d.as_row()), acc * alpha.as_col());
+        m_i = m_ij;
+    }
+    for start_n in range(lo, n, BN) {
+        let cols = start_n + offs_n;
+        let qk = dot(q, load(k_ptr + cols.as_row() * 64 + offs_d.as_col()));
+        let m_ij = maximum(m_i, qk.max(1));
+        let p = exp(qk - m_ij.as_col());
+        let alpha = exp(m_i - m_ij);
+        l_i = l_i * alpha + p.sum(1);
+        acc = dot(p.to::<f16>(), load(v_ptr + cols.as_col() * 64 + offs_d.as_row()), acc * alpha.as_col());
+        m_i = m_ij;
+    }
+    store(o_ptr + offs_m.as_col() * 64 + offs_d.as_row(), acc / l_i.as_col());
+}

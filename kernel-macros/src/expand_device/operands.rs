@@ -44,7 +44,7 @@ impl AheadCode {
 impl DevGen<'_> {
     /// The tile and staging of operand `x` (`[rows, inner]`) of a `dot` in `layout`.
     pub(super) fn operand_tile(&self, x: ExprId, layout: Layout, rows: usize, inner: usize) -> (Tile, Staging) {
-        let down = self.load_of(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
+        let down = self.staged_load(x).is_some_and(|l| matches!(self.k.exprs[l].kind, ExprKind::Load { ptr, .. } if self.contiguous_down(ptr)));
         if down && rows.is_multiple_of(8) {
             (Tile::of(layout, inner, rows), Staging::Cols)
         } else {
@@ -265,7 +265,7 @@ impl DevGen<'_> {
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
+        let Some(load) = self.staged_load(x).filter(|_| inner % 8 == 0 && numel % 8 == 0) else {
             return general(self);
         };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return quote!() };
@@ -288,7 +288,7 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.staged_value(x, self.ev(x, &at(i))).1;
+                let v = self.staged_value(x, self.ev(load, &at(i))).1;
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(__s0 + #i), #v);)
             })
             .collect();
@@ -347,7 +347,7 @@ impl DevGen<'_> {
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })
         };
-        let Some(load) = self.load_of(x).filter(|_| rows % 8 == 0) else { return general(self) };
+        let Some(load) = self.staged_load(x).filter(|_| rows % 8 == 0) else { return general(self) };
         let ExprKind::Load { ptr, mask, .. } = self.k.exprs[load].kind else { return general(self) };
         let threads = self.threads;
         let (down, chunks) = (rows / 8, rows / 8 * inner);
@@ -362,7 +362,7 @@ impl DevGen<'_> {
         };
         let scalar: Vec<TokenStream> = (0..8)
             .map(|i| {
-                let v = self.staged_value(x, self.ev(x, &at(i))).1;
+                let v = self.staged_value(x, self.ev(load, &at(i))).1;
                 let idx = tile.index(quote!((__col * #rows + __r0 + #i)));
                 quote!(#d::store((__smem.add(#off) as *mut #e).add(#idx), #v);)
             })

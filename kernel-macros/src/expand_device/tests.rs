@@ -875,3 +875,38 @@ fn configs_name_the_architectures_they_are_built_for() {
     assert_eq!(cfg_of("fn k__c3 ("), None);
     assert!(out.contains("archs : & [\"sm_90a\"]") && out.contains("archs : & [\"sm_80\"]"), "CONFIGS list the architectures");
 }
+
+/// A `dot` operand resident in two loops (Triton's two-stage attention: one `q` for the blocks
+/// before the diagonal and for the diagonal ones) is staged from its `load` before each, so its
+/// registers do not live across the first loop; with one loop it is staged from registers.
+#[test]
+fn operands_resident_in_two_loops_are_staged_from_memory() {
+    let body = |loops: &str| {
+        format!(
+            "fn a<const BM: i32, const BN: i32>(q_ptr: Ptr<f16>, k_ptr: Ptr<f16>, o_ptr: Ptr<f32>, n: i32, lo: i32) {{
+            let offs_m = program_id(0) * BM + arange(0, BM);
+            let offs_d = arange(0, 64);
+            let q = load(q_ptr + offs_m.as_col() * 64 + offs_d.as_row());
+            let mut l_i = full::<f32>([BM], 0.0);
+            {loops}
+            store(o_ptr + offs_m, l_i);
+        }}"
+        )
+    };
+    let one_loop = "for s in range(0, n, BN) {
+                let k = load(k_ptr + (s + arange(0, BN)).as_row() * 64 + offs_d.as_col());
+                l_i = l_i + dot(q, k).sum(1);
+            }";
+    let two_loops = format!("{one_loop} {}", one_loop.replace("range(0, n, BN)", "range(lo, n, BN)"));
+    let reloads = |src: String| {
+        let (_, inst) = expand("BM = [64], BN = [32], num_warps = 4", &src);
+        let (k, vals, warps, stages) = &inst[0];
+        let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+        p.reloads.len()
+    };
+    assert_eq!(reloads(body(one_loop)), 0);
+    assert_eq!(reloads(body(&two_loops)), 2, "both loops' uses of `q`");
+    // A store between the load and a use: memory may have changed, `q` stays in registers.
+    let stored = two_loops.replacen("for s in range(lo", "store(o_ptr + offs_m, l_i); for s in range(lo", 1);
+    assert_eq!(reloads(body(&stored)), 0);
+}

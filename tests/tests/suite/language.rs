@@ -217,3 +217,30 @@ fn stepped_pointer_rows() {
         }
     }
 }
+
+/// One `q` tile for two loops over the keys (Triton's two-stage attention), against float64.
+#[test]
+fn two_loops_over_one_resident_operand() {
+    let dev = test_device();
+    let (m, n) = (128usize, 160usize);
+    let q = Tensor::<f16>::randn(&dev, &[m, 64], 31).unwrap();
+    let k = Tensor::<f16>::randn(&dev, &[n, 64], 32).unwrap();
+    let v = Tensor::<f16>::randn(&dev, &[n, 64], 33).unwrap();
+    let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
+    let mut want = vec![0.0f64; m * 64];
+    for i in 0..m {
+        let s: Vec<f64> = (0..n).map(|j| (0..64).map(|d| qv[i * 64 + d] * kv[j * 64 + d]).sum()).collect();
+        let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        for d in 0..64 {
+            want[i * 64 + d] = (0..n).map(|j| e[j] * vv[j * 64 + d]).sum::<f64>() / sum;
+        }
+    }
+    for lo in [0, 64, 96, 160] {
+        let o = Tensor::<f32>::full(&dev, &[m, 64], f32::NAN).unwrap();
+        two_stage_attention::launch(((m / 64) as i32,), &q, &k, &v, &o, n as i32, lo, 64, 32).unwrap();
+        let r = worst_ratio(&o.to_f64_vec(), &want, 2e-2, 2e-2);
+        assert!(r <= 1.0, "lo {lo}: worst error ratio {r}");
+    }
+}

@@ -91,6 +91,22 @@ impl DevicePlan<'_> {
             let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !inside.contains_key(&l));
             if invariant && !resident.iter().any(|o| o.x == x) {
                 resident.push(staged(op));
+                // Resident in an earlier loop too: its registers would live across that loop.
+                let local = |e: ExprId| match k.exprs[e].kind {
+                    ExprKind::Local(l) => Some(l),
+                    _ => None,
+                };
+                let earlier = self.loops.values().any(|s| matches!(s, Schedule::AsWritten { resident, .. } if resident.iter().any(|o| local(o.x) == local(x))));
+                if let Some(load) = self.reloadable(x).filter(|_| earlier) {
+                    // Every use of the local in a loop is staged from memory.
+                    let uses: Vec<ExprId> = self.loops.values().flat_map(|s| match s {
+                        Schedule::AsWritten { resident, .. } => resident.iter().map(|o| o.x).filter(|e| local(*e) == local(x)).collect(),
+                        Schedule::Pipelined(_) => vec![],
+                    }).collect();
+                    for e in uses.into_iter().chain([x]) {
+                        self.reloads.insert(e, load);
+                    }
+                }
             }
         }
         let mut ahead: Vec<StagedOperand> = Vec::new();
@@ -321,6 +337,57 @@ fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
 }
 
 impl DevicePlan<'_> {
+    /// The load a resident operand `x` may be staged from again, instead of from the registers
+    /// it was loaded into: `x` is an immutable local defined by a `load` (materialized: it is
+    /// read in a loop) of immutable values, and no statement writes memory before the last
+    /// statement that reads it (in program order), so memory still holds what the `load` read.
+    /// The plan reloads operands resident in several loops (Triton's two-stage attention):
+    /// staged from memory, the value need not stay in registers across the earlier loops; when
+    /// nothing else reads it, the register copy goes.
+    fn reloadable(&self, x: ExprId) -> Option<ExprId> {
+        let k = self.k;
+        let ExprKind::Local(l) = k.exprs[x].kind else { return None };
+        let load = self.definition(&k.body, l).filter(|v| matches!(k.exprs[*v].kind, ExprKind::Load { .. }))?;
+        // Evaluated again where the loop starts: only immutable locals may feed it.
+        fn immutable(k: &Kernel, e: ExprId) -> bool {
+            match &k.exprs[e].kind {
+                ExprKind::Local(x) => !k.locals[*x].mutable,
+                other => other.operands().into_iter().all(|c| immutable(k, c)),
+            }
+        }
+        if !immutable(k, load) {
+            return None;
+        }
+        // Pre-order over the statements: the first write must come after the last read of `l`.
+        fn walk(p: &DevicePlan<'_>, stmts: &[Stmt], l: LocalId, wrote: &mut bool) -> bool {
+            for s in stmts {
+                let reads = DevGen::stmt_roots(s).into_iter().any(|e| uses_local(p.k, e, l));
+                if reads && *wrote {
+                    return false;
+                }
+                if !walk_bodies(p, s, l, wrote) {
+                    return false;
+                }
+                if s.bodies().is_empty() && body_writes(p.k, std::slice::from_ref(s)) {
+                    *wrote = true;
+                }
+            }
+            true
+        }
+        fn walk_bodies(p: &DevicePlan<'_>, s: &Stmt, l: LocalId, wrote: &mut bool) -> bool {
+            s.bodies().into_iter().all(|b| walk(p, b, l, wrote))
+        }
+        walk(self, &k.body, l, &mut false).then_some(load)
+    }
+
+    /// The value of the `let` that defines local `l` in `stmts` (nested bodies included).
+    fn definition(&self, stmts: &[Stmt], l: LocalId) -> Option<ExprId> {
+        stmts.iter().find_map(|s| match s {
+            Stmt::Let { local, value } if *local == l => Some(*value),
+            _ => s.bodies().into_iter().find_map(|b| self.definition(b, l)),
+        })
+    }
+
     /// Whether evaluating `e` reads a block local held in registers (through the locals that are
     /// evaluated at their uses).
     pub(crate) fn reads_materialized(&self, e: ExprId) -> bool {

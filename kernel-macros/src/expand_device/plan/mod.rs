@@ -150,6 +150,9 @@ pub(crate) struct DevicePlan<'a> {
     /// after it (the next `dot`'s barrier comes before the next iteration's copies overwrite
     /// what it read).
     pub(crate) followed: HashSet<ExprId>,
+    /// Resident `dot` operands staged from the `load` that defines them rather than from
+    /// registers (`kloop.rs`, `reloadable`), by operand expression.
+    pub(crate) reloads: HashMap<ExprId, ExprId>,
     /// The barriers around each store statement (`barriers.rs`), by `barriers::stmt_key`.
     pub(crate) store_barriers: HashMap<usize, barriers::StoreBarriers>,
     /// The tensor maps the body copies with (sm_90a pipelined loops), in slot order.
@@ -200,6 +203,7 @@ pub(crate) fn plan<'a>(k: &'a Kernel, inst: &Instance<'a>, target: Target) -> Re
         dots: vec![],
         loops: BTreeMap::new(),
         followed: HashSet::new(),
+        reloads: HashMap::new(),
         tensor_maps: Vec::new(),
         store_barriers: HashMap::new(),
         outline_cold: false,
@@ -396,6 +400,9 @@ impl fmt::Display for DevicePlan<'_> {
                     write!(f, "as written")?;
                     if !resident.is_empty() {
                         write!(f, "; staged once before it: {}", list(resident))?;
+                        if resident.iter().any(|o| self.reloads.contains_key(&o.x)) {
+                            write!(f, " (from memory: {})", list(&resident.iter().filter(|o| self.reloads.contains_key(&o.x)).cloned().collect::<Vec<_>>()))?;
+                        }
                     }
                     if !ahead.is_empty() {
                         let its = if *depth == 1 { "one iteration".to_string() } else { format!("{depth} iterations") };
