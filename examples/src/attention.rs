@@ -50,13 +50,34 @@ pub fn attn_fwd<const BLOCK_M: i32, const BLOCK_N: i32, const HEAD_DIM: i32, con
     let mut acc = zeros::<f32>([BLOCK_M, HEAD_DIM]);
     // exp(x) = exp2(x * log2(e)).
     let qk_scale = sm_scale * 1.44269504;
+    let mut lo = 0;
     let mut hi = n_ctx;
     if CAUSAL {
+        // As Triton's tutorial, in two stages: the key blocks before the diagonal, which every
+        // row of the query block sees whole, without masks (with the row maxima of the raw
+        // scores, scaled: a negative or NaN scale sends every block to the masked loop), then
+        // the diagonal ones.
         hi = min((start_m + 1) * BLOCK_M, n_ctx);
+        if sm_scale >= 0.0 {
+            lo = start_m * BLOCK_M;
+        }
+        for start_n in range(0, lo, BLOCK_N) {
+            let cols = start_n + offs_n;
+            // K^T: element (d, n) is key n's feature d.
+            let k = load(k_base + cols.as_row() * stride_kn + offs_d.as_col());
+            let qk = dot(q, k);
+            let m_ij = maximum(m_i, qk.max(1) * qk_scale);
+            let p = exp2(fma(qk, qk_scale, -m_ij.as_col()));
+            let alpha = exp2(m_i - m_ij);
+            l_i = l_i * alpha + p.sum(1);
+            acc = acc * alpha.as_col();
+            let v = load(v_base + cols.as_col() * stride_vn + offs_d.as_row());
+            acc = dot(p.to::<f16>(), v, acc);
+            m_i = m_ij;
+        }
     }
-    for start_n in range(0, hi, BLOCK_N) {
+    for start_n in range(lo, hi, BLOCK_N) {
         let cols = start_n + offs_n;
-        // K^T: element (d, n) is key n's feature d.
         let k = load(k_base + cols.as_row() * stride_kn + offs_d.as_col(), cols.as_row() < n_ctx, 0.0);
         let qk = dot(q, k);
         let keep = (cols.as_row() < n_ctx) & (!CAUSAL | (offs_m.as_col() >= cols.as_row()));

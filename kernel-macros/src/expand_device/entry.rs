@@ -49,6 +49,8 @@ fn only_cfg(name: &str) -> TokenStream {
 /// records, and launching them there is [`kernel_runtime::LaunchError::MissingEntry`] (the
 /// autotuner skips such configs).
 pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warps: usize, num_stages: usize, archs: &[String]) -> Result<DeviceEntry, plan::PlanError> {
+    let folded = fold::fold_static_ifs(k, vals);
+    let k = &folded;
     let inst = |split: bool| plan::Instance { vals, num_warps, num_stages, split };
     let only = targets_of(archs);
     let plain = entry_fn(k, entry_name, &inst(false), only)?;

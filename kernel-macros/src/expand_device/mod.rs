@@ -39,6 +39,7 @@ mod debug;
 mod dot;
 mod entry;
 mod expr;
+mod fold;
 mod phase;
 mod scan;
 mod stmt;

@@ -910,3 +910,31 @@ fn operands_resident_in_two_loops_are_staged_from_memory() {
     let stored = two_loops.replacen("for s in range(lo", "store(o_ptr + offs_m, l_i); for s in range(lo", 1);
     assert_eq!(reloads(body(&stored)), 0);
 }
+
+/// An `if` on meta-parameters keeps only the branch the instance takes, before planning: the
+/// instance without it plans no loop for it (and reserves no shared memory for it).
+#[test]
+fn ifs_on_meta_parameters_keep_the_branch_taken() {
+    let src = "fn f<const TWO: bool, const B: i32>(q_ptr: Ptr<f16>, k_ptr: Ptr<f16>, o_ptr: Ptr<f32>, n: i32) {
+        let offs = arange(0, 64);
+        let q = load(q_ptr + offs.as_col() * 64 + offs.as_row());
+        let mut s = full::<f32>([64], 0.0);
+        if TWO & (B > 16) {
+            for j in range(0, n, 64) {
+                s = s + dot(q, load(k_ptr + (j + offs).as_row() * 64 + offs.as_col())).sum(1);
+            }
+        }
+        store(o_ptr + offs, s);
+    }";
+    let (_, inst) = expand("TWO = [false, true], B = [16, 32], num_warps = 4", src);
+    assert_eq!(inst.len(), 4);
+    for (k, vals, warps, stages) in &inst {
+        let folded = fold::fold_static_ifs(k, vals);
+        let p = plan_of(&folded, vals, *warps, *stages, Target::Sm80);
+        let taken = vals["TWO"] == 1 && vals["B"] > 16;
+        assert_eq!(p.loops.len(), usize::from(taken), "{vals:?}");
+        assert!(!folded.body.iter().any(|s| matches!(s, Stmt::If { .. })), "{vals:?}");
+        // The unfolded kernel plans the loop in every instance.
+        assert_eq!(plan_of(k, vals, *warps, *stages, Target::Sm80).loops.len(), 1);
+    }
+}

@@ -736,22 +736,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
@@ -803,7 +792,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 512usize {
@@ -814,7 +803,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -839,7 +828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -870,7 +859,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -916,7 +905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -938,7 +927,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -987,7 +976,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1009,7 +998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1058,7 +1047,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1080,7 +1069,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1129,7 +1118,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1151,7 +1140,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1200,7 +1189,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1222,7 +1211,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1271,7 +1260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1293,7 +1282,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1342,7 +1331,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1364,7 +1353,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1413,7 +1402,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1435,7 +1424,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1485,7 +1474,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1510,7 +1499,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1532,7 +1521,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1569,7 +1558,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1591,7 +1580,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1630,7 +1619,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1652,7 +1641,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1691,7 +1680,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1713,7 +1702,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1752,7 +1741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1774,7 +1763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1813,7 +1802,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1835,7 +1824,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1874,7 +1863,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1896,7 +1885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1935,7 +1924,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1957,7 +1946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1996,7 +1985,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2018,7 +2007,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2062,13 +2051,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 256usize + __tid;
               if __c < 512usize {
@@ -2079,7 +2068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2104,7 +2093,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2135,7 +2124,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2186,7 +2175,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2208,7 +2197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2261,7 +2250,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2283,7 +2272,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2336,7 +2325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2358,7 +2347,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2411,7 +2400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2433,7 +2422,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2486,7 +2475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2508,7 +2497,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2561,7 +2550,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2583,7 +2572,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2636,7 +2625,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2658,7 +2647,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2711,7 +2700,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2733,7 +2722,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2783,7 +2772,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2808,7 +2797,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2830,7 +2819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2872,7 +2861,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2894,7 +2883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2937,7 +2926,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2959,7 +2948,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3002,7 +2991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3024,7 +3013,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3067,7 +3056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3089,7 +3078,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3132,7 +3121,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3154,7 +3143,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3197,7 +3186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3219,7 +3208,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3262,7 +3251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3284,7 +3273,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3327,7 +3316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3349,7 +3338,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3497,7 +3486,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
             },
           );
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3508,7 +3497,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3527,7 +3516,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3557,7 +3546,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3570,7 +3559,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3623,7 +3612,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3637,13 +3626,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3654,12 +3643,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3689,7 +3678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3702,7 +3691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3710,12 +3699,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3729,10 +3718,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3752,7 +3741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3814,7 +3803,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3832,7 +3821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3876,7 +3865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               ::kernel_std::__private::device::cast::<
                 f32,
                 ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
+              >(p_33[__j]),
             );
           },
         );
@@ -4006,7 +3995,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4016,7 +4005,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4043,8 +4032,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4262,7 +4251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         {
@@ -4610,7 +4599,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4668,7 +4657,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -736,60 +736,707 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if true {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        ),
-        __p_n_ctx,
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
       );
     } else {}
     {
       let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(
-                    ({
-                      let __sf: usize = __f;
-                      ({
-                        let __r: usize = __sf / 128usize;
-                        __r * 128usize
-                          + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
-                            * 8)
-                      }) + __sf % 8
-                    }),
+      for __jc in 0..8usize {
+        let __c = __jc * 256usize + __tid;
+        if __c < 2048usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 128usize;
+              __r * 128usize
+                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                  * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
-                q_11[__j],
-              );
-            },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
           );
-        },
-      );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::bar_sync();
       {
@@ -803,7 +1450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_18: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 512usize {
@@ -814,7 +1461,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -839,7 +1486,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -868,19 +1515,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           * 8)
                     }) + __sf % 8
                   });
-                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -916,7 +1551,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -936,19 +1571,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -961,9 +1584,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -987,7 +1608,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1007,19 +1628,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1032,9 +1641,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1058,7 +1665,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1078,19 +1685,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1103,9 +1698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1129,7 +1722,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1149,19 +1742,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1174,9 +1755,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1200,7 +1779,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1220,19 +1799,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1245,9 +1812,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1271,7 +1836,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1291,19 +1856,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1316,9 +1869,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1342,7 +1893,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1362,19 +1913,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1387,9 +1926,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1413,7 +1950,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1433,19 +1970,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1458,9 +1983,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1485,7 +2008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1510,7 +2033,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1530,19 +2053,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  );
+                  let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1569,7 +2080,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1589,19 +2100,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1614,9 +2113,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1630,7 +2127,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1650,19 +2147,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1675,9 +2160,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1691,7 +2174,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1711,19 +2194,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1736,9 +2207,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1752,7 +2221,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1772,19 +2241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1797,9 +2254,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1813,7 +2268,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1833,19 +2288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1858,9 +2301,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1874,7 +2315,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1894,19 +2335,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1919,9 +2348,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1935,7 +2362,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1955,19 +2382,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1980,9 +2395,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1996,7 +2409,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2016,19 +2429,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2041,9 +2442,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2062,13 +2461,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_18: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_18: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 256usize + __tid;
               if __c < 512usize {
@@ -2079,7 +2478,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2104,7 +2503,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2133,19 +2532,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                         * 8)
                   }) + __sf % 8
                 });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
                   && ::kernel_std::__private::device::fits(
                     __p0,
                     __p_k_ptr,
@@ -2186,7 +2573,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2206,19 +2593,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2231,9 +2606,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2261,7 +2634,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2281,19 +2654,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2306,9 +2667,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2336,7 +2695,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2356,19 +2715,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2381,9 +2728,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2411,7 +2756,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2431,19 +2776,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2456,9 +2789,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2486,7 +2817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2506,19 +2837,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2531,9 +2850,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2561,7 +2878,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2581,19 +2898,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2606,9 +2911,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2636,7 +2939,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2656,19 +2959,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2681,9 +2972,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2711,7 +3000,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2731,19 +3020,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2756,9 +3033,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2783,7 +3058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2808,7 +3083,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2828,19 +3103,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       }) as i32,
                     ),
                 );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+                let __all = true;
                 if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                   && ::kernel_std::__private::device::fits(
                     __p0,
@@ -2872,7 +3135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2892,19 +3155,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2917,9 +3168,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2937,7 +3186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2957,19 +3206,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2982,9 +3219,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3002,7 +3237,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3022,19 +3257,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3047,9 +3270,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3067,7 +3288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3087,19 +3308,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3112,9 +3321,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3132,7 +3339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3152,19 +3359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3177,9 +3372,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3197,7 +3390,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3217,19 +3410,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3242,9 +3423,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3262,7 +3441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3282,19 +3461,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3307,9 +3474,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3327,7 +3492,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3347,19 +3512,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3372,9 +3525,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3497,7 +3648,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             },
           );
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3508,7 +3659,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_21[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3524,60 +3675,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ),
-                <bool as ::kernel_std::__private::device::Int>::or(
-                  <bool as ::kernel_std::__private::device::Int>::not(true),
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
-                  qk_scale_15,
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              };
+              let __x = qk_21[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3623,7 +3721,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3637,13 +3735,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3654,68 +3755,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
-                    qk_scale_15,
-                  )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3729,10 +3780,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_22[__j],
               ),
             );
           },
@@ -3752,7 +3803,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_23[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3814,7 +3865,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_24[__j],
               ),
               __red4[__j],
             );
@@ -3832,7 +3883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3876,7 +3927,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               ::kernel_std::__private::device::cast::<
                 f32,
                 ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
+              >(p_23[__j]),
             );
           },
         );
@@ -4006,7 +4057,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_22[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4016,7 +4067,3916 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..8usize {
+        let __c = __jc * 256usize + __tid;
+        if __c < 2048usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 128usize;
+              __r * 128usize
+                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                  * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 128usize + __r0);
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 128usize;
+                              __r * 128usize
+                                + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                  * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 128usize;
+                      __r * 128usize
+                        + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                          * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((49152usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((49152usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf6: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 128usize + __r0);
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 128usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 128usize;
+                            __r * 128usize
+                              + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                                * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 128usize;
+                    __r * 128usize
+                      + ((((__sf % 128usize) / 8) ^ ((__r / 1usize) % 8usize))
+                        * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((49152usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (49152usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma7[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (32768usize + (__buf6 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            8usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 128usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sb
+                      + (({
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 128usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
+                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
+                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma7[__j];
+          },
+        );
+        let __red8: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ),
+                <bool as ::kernel_std::__private::device::Int>::or(
+                  <bool as ::kernel_std::__private::device::Int>::not(true),
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              };
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red8[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red9[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma10: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma10[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(65536usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(
+                  ({
+                    let __sf: usize = __f;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  }),
+                ),
+              ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(p_33[__j]),
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 65536usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (49152usize + (__buf6 as usize) * 8192usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                8usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 128usize
+                          + ((((__warp % 1usize) * 16usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 16usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
+                      );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 16usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
+                      );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma10[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf6 = if __buf6 == 1u32 { 0 } else { __buf6 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4043,8 +8003,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4262,7 +8222,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         {
@@ -4610,7 +8570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4668,7 +8628,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

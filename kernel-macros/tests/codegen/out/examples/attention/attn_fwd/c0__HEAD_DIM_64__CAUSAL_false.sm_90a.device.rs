@@ -736,22 +736,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
@@ -803,7 +792,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..1usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 256usize {
@@ -814,7 +803,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -839,7 +828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -869,7 +858,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -914,7 +903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -936,7 +925,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -984,7 +973,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1006,7 +995,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1054,7 +1043,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1076,7 +1065,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1124,7 +1113,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1146,7 +1135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1194,7 +1183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1216,7 +1205,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1264,7 +1253,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1286,7 +1275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1334,7 +1323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1356,7 +1345,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1404,7 +1393,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1426,7 +1415,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1475,7 +1464,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1500,7 +1489,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1522,7 +1511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1559,7 +1548,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1581,7 +1570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1620,7 +1609,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1642,7 +1631,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1681,7 +1670,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1703,7 +1692,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1742,7 +1731,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1764,7 +1753,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1803,7 +1792,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1825,7 +1814,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1864,7 +1853,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1886,7 +1875,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1925,7 +1914,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1947,7 +1936,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1986,7 +1975,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2008,7 +1997,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2052,13 +2041,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..1usize {
               let __c = __jc * 256usize + __tid;
               if __c < 256usize {
@@ -2069,7 +2058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2094,7 +2083,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2124,7 +2113,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2174,7 +2163,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2196,7 +2185,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2248,7 +2237,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2270,7 +2259,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2322,7 +2311,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2344,7 +2333,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2396,7 +2385,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2418,7 +2407,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2470,7 +2459,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2492,7 +2481,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2544,7 +2533,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2566,7 +2555,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2618,7 +2607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2640,7 +2629,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2692,7 +2681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2714,7 +2703,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2763,7 +2752,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2788,7 +2777,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2810,7 +2799,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2852,7 +2841,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2874,7 +2863,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2917,7 +2906,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2939,7 +2928,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2982,7 +2971,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3004,7 +2993,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3047,7 +3036,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3069,7 +3058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3112,7 +3101,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3134,7 +3123,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3177,7 +3166,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3199,7 +3188,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3242,7 +3231,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3264,7 +3253,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3307,7 +3296,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3329,7 +3318,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3433,7 +3422,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3445,7 +3434,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3465,7 +3454,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3495,7 +3484,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3508,7 +3497,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3561,7 +3550,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3575,13 +3564,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3593,12 +3582,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3628,7 +3617,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3641,7 +3630,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3649,12 +3638,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3668,10 +3657,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3692,7 +3681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3754,7 +3743,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3773,7 +3762,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3806,7 +3795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_33[__j]
               },
             );
             [
@@ -3910,7 +3899,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -3920,7 +3909,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -3948,8 +3937,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4178,7 +4167,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4361,7 +4350,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4420,7 +4409,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c0__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -734,22 +734,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
@@ -801,7 +790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 512usize {
@@ -812,7 +801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -837,7 +826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -868,7 +857,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -914,7 +903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -936,7 +925,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -985,7 +974,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1007,7 +996,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1056,7 +1045,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1078,7 +1067,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1127,7 +1116,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1149,7 +1138,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1198,7 +1187,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1220,7 +1209,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1269,7 +1258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1291,7 +1280,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1340,7 +1329,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1362,7 +1351,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1411,7 +1400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1433,7 +1422,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1483,7 +1472,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1508,7 +1497,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1530,7 +1519,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1567,7 +1556,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1589,7 +1578,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1628,7 +1617,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1650,7 +1639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1689,7 +1678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1711,7 +1700,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1750,7 +1739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1772,7 +1761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1811,7 +1800,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1833,7 +1822,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1872,7 +1861,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1894,7 +1883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1933,7 +1922,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1955,7 +1944,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1994,7 +1983,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2016,7 +2005,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2060,13 +2049,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..4usize {
               let __c = __jc * 128usize + __tid;
               if __c < 512usize {
@@ -2077,7 +2066,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2102,7 +2091,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2133,7 +2122,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2184,7 +2173,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2206,7 +2195,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2259,7 +2248,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2281,7 +2270,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2334,7 +2323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2356,7 +2345,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2409,7 +2398,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2431,7 +2420,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2484,7 +2473,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2506,7 +2495,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2559,7 +2548,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2581,7 +2570,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2634,7 +2623,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2656,7 +2645,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2709,7 +2698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2731,7 +2720,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2781,7 +2770,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2806,7 +2795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2828,7 +2817,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2870,7 +2859,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2892,7 +2881,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2935,7 +2924,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2957,7 +2946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3000,7 +2989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3022,7 +3011,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3065,7 +3054,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3087,7 +3076,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3130,7 +3119,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3152,7 +3141,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3195,7 +3184,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3217,7 +3206,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3260,7 +3249,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3282,7 +3271,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3325,7 +3314,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3347,7 +3336,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3495,7 +3484,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             },
           );
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3506,7 +3495,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3525,7 +3514,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3555,7 +3544,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3568,7 +3557,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3621,7 +3610,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3634,13 +3623,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3651,12 +3640,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3686,7 +3675,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3699,7 +3688,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3707,12 +3696,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3725,10 +3714,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3748,7 +3737,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3809,7 +3798,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3827,7 +3816,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3871,7 +3860,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               ::kernel_std::__private::device::cast::<
                 f32,
                 ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
+              >(p_33[__j]),
             );
           },
         );
@@ -4000,7 +3989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4010,7 +3999,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4037,8 +4026,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4256,7 +4245,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + ((__j) / 64usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 128usize + (__warp % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         {
@@ -4604,7 +4593,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4662,7 +4651,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

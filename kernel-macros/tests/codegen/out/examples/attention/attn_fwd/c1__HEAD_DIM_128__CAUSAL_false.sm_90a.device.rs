@@ -734,22 +734,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
@@ -804,7 +793,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 512usize {
@@ -815,7 +804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -840,7 +829,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -873,7 +862,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -921,7 +910,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -943,7 +932,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -994,7 +983,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1016,7 +1005,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1067,7 +1056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1089,7 +1078,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1140,7 +1129,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1162,7 +1151,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1213,7 +1202,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1235,7 +1224,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1286,7 +1275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1308,7 +1297,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1359,7 +1348,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1381,7 +1370,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1432,7 +1421,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1454,7 +1443,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1506,7 +1495,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1531,7 +1520,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1553,7 +1542,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1590,7 +1579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1612,7 +1601,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1651,7 +1640,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1673,7 +1662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1712,7 +1701,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1734,7 +1723,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1773,7 +1762,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1795,7 +1784,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1834,7 +1823,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1856,7 +1845,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1895,7 +1884,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1917,7 +1906,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1956,7 +1945,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1978,7 +1967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2017,7 +2006,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2039,7 +2028,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2083,13 +2072,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..4usize {
               let __c = __jc * 128usize + __tid;
               if __c < 512usize {
@@ -2100,7 +2089,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2125,7 +2114,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2158,7 +2147,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2211,7 +2200,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2233,7 +2222,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2288,7 +2277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2310,7 +2299,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2365,7 +2354,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2387,7 +2376,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2442,7 +2431,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2464,7 +2453,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2519,7 +2508,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2541,7 +2530,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2596,7 +2585,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2618,7 +2607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2673,7 +2662,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2695,7 +2684,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2750,7 +2739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2772,7 +2761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2824,7 +2813,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2849,7 +2838,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2871,7 +2860,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2913,7 +2902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2935,7 +2924,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2978,7 +2967,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3000,7 +2989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3043,7 +3032,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3065,7 +3054,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3108,7 +3097,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3130,7 +3119,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3173,7 +3162,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3195,7 +3184,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3238,7 +3227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3260,7 +3249,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3303,7 +3292,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3325,7 +3314,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3368,7 +3357,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3390,7 +3379,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3518,7 +3507,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3530,7 +3519,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3550,7 +3539,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3580,7 +3569,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3593,7 +3582,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3646,7 +3635,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3659,13 +3648,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3677,12 +3666,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3712,7 +3701,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3725,7 +3714,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3733,12 +3722,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3751,10 +3740,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3775,7 +3764,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3836,7 +3825,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3855,7 +3844,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3888,7 +3877,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_33[__j]
               },
             );
             [
@@ -3991,7 +3980,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4001,7 +3990,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4029,8 +4018,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4259,7 +4248,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4518,7 +4507,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4577,7 +4566,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -734,62 +734,709 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if true {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
       );
     } else {}
     {
       let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      ::kernel_std::__private::device::unroll::<
-        8usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(
-                    ({
-                      let __tf: usize = __f;
-                      let __tr: usize = __tf / 128usize;
-                      let __tc: usize = __tf % 128usize;
-                      (__tc / 64usize) * 64usize * 64usize
-                        + ({
-                          let __r: usize = __tr;
-                          __r * 64usize
-                            + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                        }) + __tc % 8
-                    }),
+      for __jc in 0..8usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __tf: usize = __f0;
+            let __tr: usize = __tf / 128usize;
+            let __tc: usize = __tf % 128usize;
+            (__tc / 64usize) * 64usize * 64usize
+              + ({
+                let __r: usize = __tr;
+                __r * 64usize
+                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+              }) + __tc % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
-                q_11[__j],
-              );
-            },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
           );
-        },
-      );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
@@ -804,7 +1451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_18: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 512usize {
@@ -815,7 +1462,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -840,7 +1487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -871,19 +1518,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                       }) + __tc % 8
                   });
-                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -921,7 +1556,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -941,19 +1576,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -966,9 +1589,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -994,7 +1615,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1014,19 +1635,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1039,9 +1648,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1067,7 +1674,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1087,19 +1694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1112,9 +1707,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1140,7 +1733,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1160,19 +1753,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1185,9 +1766,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1213,7 +1792,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1233,19 +1812,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1258,9 +1825,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1286,7 +1851,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1306,19 +1871,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1331,9 +1884,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1359,7 +1910,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1379,19 +1930,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1404,9 +1943,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1432,7 +1969,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1452,19 +1989,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1477,9 +2002,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1506,7 +2029,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1531,7 +2054,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1551,19 +2074,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 128usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  );
+                  let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1590,7 +2101,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1610,19 +2121,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1635,9 +2134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1651,7 +2148,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1671,19 +2168,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1696,9 +2181,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1712,7 +2195,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1732,19 +2215,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1757,9 +2228,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1773,7 +2242,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1793,19 +2262,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1818,9 +2275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1834,7 +2289,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1854,19 +2309,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1879,9 +2322,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1895,7 +2336,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1915,19 +2356,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1940,9 +2369,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1956,7 +2383,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1976,19 +2403,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2001,9 +2416,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2017,7 +2430,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2037,19 +2450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2062,9 +2463,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2083,13 +2482,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_18: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_18: i32 = __nx;
             for __jc in 0..4usize {
               let __c = __jc * 128usize + __tid;
               if __c < 512usize {
@@ -2100,7 +2499,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2125,7 +2524,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2156,19 +2555,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                         + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                     }) + __tc % 8
                 });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
                   && ::kernel_std::__private::device::fits(
                     __p0,
                     __p_k_ptr,
@@ -2211,7 +2598,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2231,19 +2618,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2256,9 +2631,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2288,7 +2661,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2308,19 +2681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2333,9 +2694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2365,7 +2724,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2385,19 +2744,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2410,9 +2757,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2442,7 +2787,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2462,19 +2807,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2487,9 +2820,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2519,7 +2850,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2539,19 +2870,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2564,9 +2883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2596,7 +2913,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2616,19 +2933,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2641,9 +2946,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2673,7 +2976,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2693,19 +2996,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2718,9 +3009,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2750,7 +3039,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2770,19 +3059,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2795,9 +3072,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2824,7 +3099,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2849,7 +3124,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2869,19 +3144,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       }) as i32,
                     ),
                 );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 128usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+                let __all = true;
                 if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                   && ::kernel_std::__private::device::fits(
                     __p0,
@@ -2913,7 +3176,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2933,19 +3196,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2958,9 +3209,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2978,7 +3227,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2998,19 +3247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3023,9 +3260,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3043,7 +3278,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3063,19 +3298,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3088,9 +3311,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3108,7 +3329,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3128,19 +3349,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3153,9 +3362,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3173,7 +3380,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3193,19 +3400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3218,9 +3413,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3238,7 +3431,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3258,19 +3451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3283,9 +3464,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3303,7 +3482,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3323,19 +3502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3348,9 +3515,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3368,7 +3533,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3388,19 +3553,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 128usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3413,9 +3566,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3518,7 +3669,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3530,7 +3681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_21[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3547,60 +3698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ),
-                <bool as ::kernel_std::__private::device::Int>::or(
-                  <bool as ::kernel_std::__private::device::Int>::not(true),
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
-                  qk_scale_15,
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              };
+              let __x = qk_21[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3646,7 +3744,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3659,13 +3757,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3677,68 +3778,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
-                    qk_scale_15,
-                  )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3751,10 +3802,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_22[__j],
               ),
             );
           },
@@ -3775,7 +3826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_23[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3836,7 +3887,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_24[__j],
               ),
               __red4[__j],
             );
@@ -3855,7 +3906,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3888,7 +3939,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_23[__j]
               },
             );
             [
@@ -3991,7 +4042,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_22[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4001,7 +4052,3913 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..8usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __tf: usize = __f0;
+            let __tr: usize = __tf / 128usize;
+            let __tc: usize = __tf % 128usize;
+            (__tc / 64usize) * 64usize * 64usize
+              + ({
+                let __r: usize = __tr;
+                __r * 64usize
+                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+              }) + __tc % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 128usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 128usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 128usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 128usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __r0: usize = (__c % 16usize) * 8;
+                  let __col: usize = __c / 16usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __tf: usize = (__col * 128usize + __r0);
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 32usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 0usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 1usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 2usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 3usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 4usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 5usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 6usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __tf: usize = (__col * 128usize + __r0 + 7usize);
+                            let __tr: usize = __tf / 128usize;
+                            let __tc: usize = __tf % 128usize;
+                            (__tc / 64usize) * 32usize * 64usize
+                              + ({
+                                let __r: usize = __tr;
+                                __r * 64usize
+                                  + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                              }) + __tc % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..4usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __tf: usize = __f0;
+                    let __tr: usize = __tf / 128usize;
+                    let __tc: usize = __tf % 128usize;
+                    (__tc / 64usize) * 32usize * 64usize
+                      + ({
+                        let __r: usize = __tr;
+                        __r * 64usize
+                          + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) + __tc % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 128usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 128usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf7: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 16usize) * 8;
+                let __col: usize = __c / 16usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __tf: usize = (__col * 128usize + __r0);
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 32usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 0usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 1usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 2usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 3usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 4usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 5usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 6usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __tf: usize = (__col * 128usize + __r0 + 7usize);
+                          let __tr: usize = __tf / 128usize;
+                          let __tc: usize = __tf % 128usize;
+                          (__tc / 64usize) * 32usize * 64usize
+                            + ({
+                              let __r: usize = __tr;
+                              __r * 64usize
+                                + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __tc % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..4usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __tf: usize = __f0;
+                  let __tr: usize = __tf / 128usize;
+                  let __tc: usize = __tf % 128usize;
+                  (__tc / 64usize) * 32usize * 64usize
+                    + ({
+                      let __r: usize = __tr;
+                      __r * 64usize
+                        + ((((__tc % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __tc % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 128usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 128usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 128usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 128usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma8[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          {
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (16384usize + (__buf7 as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 512u64, __db + 256u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 514u64, __db + 258u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 516u64, __db + 260u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 518u64, __db + 262u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
+            0usize,
+          >(&mut __mma8);
+        }
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma8[__j];
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ),
+                <bool as ::kernel_std::__private::device::Int>::or(
+                  <bool as ::kernel_std::__private::device::Int>::not(true),
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              };
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red9[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red10[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma12: [f32; 64usize] = [0.0f32; 64usize];
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma12[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar11: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_33[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (32768usize + (__buf7 as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * (128usize / 64usize) * 4096usize)
+                  as u32,
+              4096usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[0usize],
+                __ar11[1usize],
+                __ar11[2usize],
+                __ar11[3usize],
+              ],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n128k16_f16_rs::<
+              64usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[4usize],
+                __ar11[5usize],
+                __ar11[6usize],
+                __ar11[7usize],
+              ],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n128::<
+            64usize,
+            0usize,
+          >(&mut __mma12);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          64usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 64usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 128usize
+              + ((__warp / 4) % 1usize) * 128usize
+              + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma12[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4029,8 +7986,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4259,7 +8216,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4518,7 +8475,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4577,7 +8534,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_128__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

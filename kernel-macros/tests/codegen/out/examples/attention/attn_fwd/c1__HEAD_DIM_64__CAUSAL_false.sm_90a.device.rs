@@ -734,22 +734,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
@@ -801,7 +790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 256usize {
@@ -812,7 +801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -837,7 +826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -867,7 +856,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -912,7 +901,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -934,7 +923,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -982,7 +971,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1004,7 +993,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1052,7 +1041,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1074,7 +1063,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1122,7 +1111,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1144,7 +1133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1192,7 +1181,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1214,7 +1203,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1262,7 +1251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1284,7 +1273,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1332,7 +1321,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1354,7 +1343,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1402,7 +1391,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1424,7 +1413,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1473,7 +1462,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1498,7 +1487,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1520,7 +1509,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1557,7 +1546,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1579,7 +1568,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1618,7 +1607,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1640,7 +1629,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1679,7 +1668,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1701,7 +1690,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1740,7 +1729,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1762,7 +1751,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1801,7 +1790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1823,7 +1812,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1862,7 +1851,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1884,7 +1873,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1923,7 +1912,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1945,7 +1934,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1984,7 +1973,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2006,7 +1995,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2050,13 +2039,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 128usize + __tid;
               if __c < 256usize {
@@ -2067,7 +2056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2092,7 +2081,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2122,7 +2111,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2172,7 +2161,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2194,7 +2183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2246,7 +2235,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2268,7 +2257,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2320,7 +2309,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2342,7 +2331,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2394,7 +2383,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2416,7 +2405,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2468,7 +2457,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2490,7 +2479,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2542,7 +2531,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2564,7 +2553,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2616,7 +2605,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2638,7 +2627,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2690,7 +2679,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2712,7 +2701,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2761,7 +2750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2786,7 +2775,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2808,7 +2797,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2850,7 +2839,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2872,7 +2861,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2915,7 +2904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2937,7 +2926,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2980,7 +2969,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3002,7 +2991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3045,7 +3034,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3067,7 +3056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3110,7 +3099,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3132,7 +3121,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3175,7 +3164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3197,7 +3186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3240,7 +3229,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3262,7 +3251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3305,7 +3294,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3327,7 +3316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3431,7 +3420,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3443,7 +3432,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3463,7 +3452,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3493,7 +3482,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3506,7 +3495,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3559,7 +3548,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3572,13 +3561,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3590,12 +3579,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3625,7 +3614,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3638,7 +3627,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3646,12 +3635,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3664,10 +3653,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3688,7 +3677,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3749,7 +3738,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3768,7 +3757,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3801,7 +3790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_33[__j]
               },
             );
             [
@@ -3904,7 +3893,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -3914,7 +3903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -3942,8 +3931,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4172,7 +4161,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4355,7 +4344,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4414,7 +4403,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -734,59 +734,706 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if true {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
       );
     } else {}
     {
       let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(
-                    ({
-                      let __sf: usize = __f;
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    }),
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
-                q_11[__j],
-              );
-            },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
           );
-        },
-      );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::bar_sync();
       {
@@ -800,7 +1447,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_18: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 256usize {
@@ -811,7 +1458,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -836,7 +1483,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -864,19 +1511,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                     }) + __sf % 8
                   });
-                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -911,7 +1546,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -931,19 +1566,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -956,9 +1579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -981,7 +1602,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1001,19 +1622,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1026,9 +1635,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1051,7 +1658,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1071,19 +1678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1096,9 +1691,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1121,7 +1714,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1141,19 +1734,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1166,9 +1747,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1191,7 +1770,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1211,19 +1790,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1236,9 +1803,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1261,7 +1826,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1281,19 +1846,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1306,9 +1859,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1331,7 +1882,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1351,19 +1902,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1376,9 +1915,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1401,7 +1938,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1421,19 +1958,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1446,9 +1971,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1472,7 +1995,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1497,7 +2020,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1517,19 +2040,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  );
+                  let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1556,7 +2067,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1576,19 +2087,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1601,9 +2100,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1617,7 +2114,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1637,19 +2134,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1662,9 +2147,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1678,7 +2161,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1698,19 +2181,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1723,9 +2194,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1739,7 +2208,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1759,19 +2228,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1784,9 +2241,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1800,7 +2255,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1820,19 +2275,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1845,9 +2288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1861,7 +2302,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1881,19 +2322,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1906,9 +2335,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1922,7 +2349,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1942,19 +2369,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1967,9 +2382,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1983,7 +2396,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2003,19 +2416,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2028,9 +2429,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2049,13 +2448,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_18: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_18: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 128usize + __tid;
               if __c < 256usize {
@@ -2066,7 +2465,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2091,7 +2490,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2119,19 +2518,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                   }) + __sf % 8
                 });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
                   && ::kernel_std::__private::device::fits(
                     __p0,
                     __p_k_ptr,
@@ -2171,7 +2558,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2191,19 +2578,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2216,9 +2591,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2245,7 +2618,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2265,19 +2638,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2290,9 +2651,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2319,7 +2678,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2339,19 +2698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2364,9 +2711,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2393,7 +2738,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2413,19 +2758,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2438,9 +2771,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2467,7 +2798,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2487,19 +2818,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2512,9 +2831,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2541,7 +2858,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2561,19 +2878,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2586,9 +2891,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2615,7 +2918,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2635,19 +2938,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2660,9 +2951,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2689,7 +2978,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2709,19 +2998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2734,9 +3011,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2760,7 +3035,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2785,7 +3060,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2805,19 +3080,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       }) as i32,
                     ),
                 );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+                let __all = true;
                 if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                   && ::kernel_std::__private::device::fits(
                     __p0,
@@ -2849,7 +3112,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2869,19 +3132,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2894,9 +3145,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2914,7 +3163,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2934,19 +3183,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2959,9 +3196,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2979,7 +3214,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2999,19 +3234,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3024,9 +3247,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3044,7 +3265,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3064,19 +3285,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3089,9 +3298,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3109,7 +3316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3129,19 +3336,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3154,9 +3349,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3174,7 +3367,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3194,19 +3387,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3219,9 +3400,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3239,7 +3418,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3259,19 +3438,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3284,9 +3451,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3304,7 +3469,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3324,19 +3489,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3349,9 +3502,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3474,7 +3625,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             },
           );
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3485,7 +3636,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_21[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3501,60 +3652,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ),
-                <bool as ::kernel_std::__private::device::Int>::or(
-                  <bool as ::kernel_std::__private::device::Int>::not(true),
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
-                  qk_scale_15,
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              };
+              let __x = qk_21[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3600,7 +3698,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3613,13 +3711,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3630,68 +3731,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
-                    qk_scale_15,
-                  )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3704,10 +3755,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_22[__j],
               ),
             );
           },
@@ -3727,7 +3778,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_23[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3788,7 +3839,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_24[__j],
               ),
               __red4[__j],
             );
@@ -3806,7 +3857,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3850,7 +3901,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               ::kernel_std::__private::device::cast::<
                 f32,
                 ::kernel_std::__private::device::F16,
-              >(p_24[__j]),
+              >(p_23[__j]),
             );
           },
         );
@@ -3979,7 +4030,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_22[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -3989,7 +4040,3891 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf6: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __r0: usize = (__c % 8usize) * 8;
+                let __col: usize = __c / 8usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((8192usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf6 == 0 { 1u32 } else { __buf6 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma7: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma7[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 0usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (8192usize + (__buf6 as usize) * 4096usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 64usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 1usize) % 8usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                2usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sb
+                      + (({
+                        let __r: usize = ((__warp % 1usize) * 4usize + 2 * __jp
+                          + __lane / 16) * 8 + __lane % 8;
+                        __r * 64usize
+                          + (((__ks * 2 + (__lane / 8) % 2)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
+                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 4usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma7[__b],
+                          __mma7[__b + 1],
+                          __mma7[__b + 2],
+                          __mma7[__b + 3],
+                        ],
+                      );
+                      __mma7[__b] = __d[0];
+                      __mma7[__b + 1] = __d[1];
+                      __mma7[__b + 2] = __d[2];
+                      __mma7[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma7[__j];
+          },
+        );
+        let __red8: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ),
+                <bool as ::kernel_std::__private::device::Int>::or(
+                  <bool as ::kernel_std::__private::device::Int>::not(true),
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              };
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red8[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = ((__warp / 1usize) * 16usize
+                + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+                + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red9[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma10: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma10[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 16usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 32usize + (__warp % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            ::kernel_std::__private::device::store(
+              (__smem.add(24576usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(
+                  ({
+                    let __sf: usize = __f;
+                    ({
+                      let __r: usize = __sf / 32usize;
+                      __r * 32usize
+                        + ((((__sf % 32usize) / 8) ^ ((__r / 2usize) % 4usize)) * 8)
+                    }) + __sf % 8
+                  }),
+                ),
+              ::kernel_std::__private::device::cast::<
+                f32,
+                ::kernel_std::__private::device::F16,
+              >(p_33[__j]),
+            );
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_all();
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __sa: u32 = ::kernel_std::__private::device::smem_addr()
+            + 24576usize as u32;
+          let __sb: u32 = ::kernel_std::__private::device::smem_addr()
+            + (16384usize + (__buf6 as usize) * 4096usize) as u32;
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__ks: usize| {
+              let mut __af: [[u32; 4]; 1usize] = [[0u32; 4]; 1usize];
+              ::kernel_std::__private::device::unroll::<
+                1usize,
+                _,
+              >(
+                #[inline(always)]
+                |__i: usize| {
+                  __af[__i] = ::kernel_std::__private::device::ldmatrix_x4(
+                    __sa
+                      + (({
+                        let __r: usize = (__warp / 1usize) * 16usize + __i * 16
+                          + __lane % 16;
+                        __r * 32usize
+                          + (((__ks * 2 + __lane / 16) ^ ((__r / 2usize) % 4usize))
+                            * 8)
+                      }) * 2) as u32,
+                  );
+                },
+              );
+              ::kernel_std::__private::device::unroll::<
+                4usize,
+                _,
+              >(
+                #[inline(always)]
+                |__jp: usize| {
+                  let __bq = ::kernel_std::__private::device::ldmatrix_x4_trans(
+                    __sb
+                      + (({
+                        let __r: usize = __ks * 16 + __lane % 16;
+                        __r * 64usize
+                          + ((((__warp % 1usize) * 8usize + 2 * __jp + __lane / 16)
+                            ^ ((__r / 1usize) % 8usize)) * 8)
+                      }) * 2) as u32,
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 8usize + 2 * __jp) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[0], __bq[1]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
+                      );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
+                    },
+                  );
+                  ::kernel_std::__private::device::unroll::<
+                    1usize,
+                    _,
+                  >(
+                    #[inline(always)]
+                    |__i: usize| {
+                      let __b: usize = (__i * 8usize + 2 * __jp + 1) * 4;
+                      let __d = ::kernel_std::__private::device::mma_f16(
+                        __af[__i],
+                        [__bq[2], __bq[3]],
+                        [
+                          __mma10[__b],
+                          __mma10[__b + 1],
+                          __mma10[__b + 2],
+                          __mma10[__b + 3],
+                        ],
+                      );
+                      __mma10[__b] = __d[0];
+                      __mma10[__b + 1] = __d[1];
+                      __mma10[__b + 2] = __d[2];
+                      __mma10[__b + 3] = __d[3];
+                    },
+                  );
+                },
+              );
+            },
+          );
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = ((__warp / 1usize) * 16usize
+              + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
+              + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma10[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf6 = if __buf6 == 1u32 { 0 } else { __buf6 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4016,8 +7951,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4235,7 +8170,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + ((__j) / 32usize) * 16 + (((__j) % 4) / 2) * 8
               + __lane / 4) * 64usize + (__warp % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         {
@@ -4475,7 +8410,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4533,7 +8468,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -734,59 +734,706 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if true {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
-        ),
-        __p_n_ctx,
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(64i64),
       );
     } else {}
     {
       let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         32i64,
       );
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(
-                    ({
-                      let __sf: usize = __f;
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    }),
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
                   ),
-                q_11[__j],
-              );
-            },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
           );
-        },
-      );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
@@ -801,7 +1448,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_18: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 128usize + __tid;
                 if __c < 256usize {
@@ -812,7 +1459,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -837,7 +1484,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -865,19 +1512,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                     }) + __sf % 8
                   });
-                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -912,7 +1547,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -932,19 +1567,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -957,9 +1580,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -982,7 +1603,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1002,19 +1623,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1027,9 +1636,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1052,7 +1659,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1072,19 +1679,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1097,9 +1692,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1122,7 +1715,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1142,19 +1735,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1167,9 +1748,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1192,7 +1771,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1212,19 +1791,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1237,9 +1804,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1262,7 +1827,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1282,19 +1847,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1307,9 +1860,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1332,7 +1883,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1352,19 +1903,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1377,9 +1916,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1402,7 +1939,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1422,19 +1959,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1447,9 +1972,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1473,7 +1996,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1498,7 +2021,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1518,19 +2041,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  );
+                  let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1557,7 +2068,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1577,19 +2088,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1602,9 +2101,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1618,7 +2115,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1638,19 +2135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1663,9 +2148,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1679,7 +2162,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1699,19 +2182,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1724,9 +2195,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1740,7 +2209,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1760,19 +2229,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1785,9 +2242,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1801,7 +2256,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1821,19 +2276,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1846,9 +2289,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1862,7 +2303,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1882,19 +2323,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1907,9 +2336,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1923,7 +2350,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1943,19 +2370,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1968,9 +2383,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1984,7 +2397,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2004,19 +2417,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2029,9 +2430,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2050,13 +2449,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_18: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_18: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 128usize + __tid;
               if __c < 256usize {
@@ -2067,7 +2466,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2092,7 +2491,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2120,19 +2519,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                   }) + __sf % 8
                 });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
                   && ::kernel_std::__private::device::fits(
                     __p0,
                     __p_k_ptr,
@@ -2172,7 +2559,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2192,19 +2579,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2217,9 +2592,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2246,7 +2619,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2266,19 +2639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2291,9 +2652,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2320,7 +2679,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2340,19 +2699,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2365,9 +2712,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2394,7 +2739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2414,19 +2759,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2439,9 +2772,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2468,7 +2799,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2488,19 +2819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2513,9 +2832,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2542,7 +2859,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2562,19 +2879,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2587,9 +2892,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2616,7 +2919,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2636,19 +2939,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2661,9 +2952,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2690,7 +2979,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2710,19 +2999,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
-                                0usize + ((__pf / 1usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2735,9 +3012,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2761,7 +3036,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2786,7 +3061,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2806,19 +3081,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       }) as i32,
                     ),
                 );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+                let __all = true;
                 if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                   && ::kernel_std::__private::device::fits(
                     __p0,
@@ -2850,7 +3113,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2870,19 +3133,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2895,9 +3146,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2915,7 +3164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2935,19 +3184,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2960,9 +3197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2980,7 +3215,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3000,19 +3235,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3025,9 +3248,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3045,7 +3266,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3065,19 +3286,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3090,9 +3299,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3110,7 +3317,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3130,19 +3337,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3155,9 +3350,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3175,7 +3368,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3195,19 +3388,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3220,9 +3401,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3240,7 +3419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3260,19 +3439,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3285,9 +3452,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3305,7 +3470,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3325,19 +3490,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 32usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3350,9 +3503,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3431,7 +3582,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3443,7 +3594,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_21[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3460,60 +3611,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ),
-                <bool as ::kernel_std::__private::device::Int>::or(
-                  <bool as ::kernel_std::__private::device::Int>::not(true),
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          64i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 32usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
-                  qk_scale_15,
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              };
+              let __x = qk_21[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3559,7 +3657,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3572,13 +3670,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut p_24: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           16usize,
           _,
@@ -3590,68 +3691,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 32usize
               + ((__warp / 4) % 1usize) * 32usize
               + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 32usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            64i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 32usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 32usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
-                    qk_scale_15,
-                  )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3664,10 +3715,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_22[__j],
               ),
             );
           },
@@ -3688,7 +3739,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 32usize
                 + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_23[__j];
               let __i: usize = {
                 const __L: [usize; 16usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3749,7 +3800,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_24[__j],
               ),
               __red4[__j],
             );
@@ -3768,7 +3819,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3801,7 +3852,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 32usize
                   + (((__j) % 16usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_23[__j]
               },
             );
             [
@@ -3904,7 +3955,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               | ((__lane >> 4usize) & 1) << 2u32
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_22[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -3914,7 +3965,3826 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        32i64,
+      );
+      for __jc in 0..4usize {
+        let __c = __jc * 128usize + __tid;
+        if __c < 512usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      64i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  64i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        64i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                          0usize + ((__pf / 32usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((8192usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((8192usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                      0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 32usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                  0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..2usize {
+                let __c = __jc * 128usize + __tid;
+                if __c < 256usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 64usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 4096usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 4096usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf7: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __r0: usize = (__c % 8usize) * 8;
+                let __col: usize = __c / 8usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                        0usize + ((__pf / 32usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((8192usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (8192usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                    0usize + ((__pf / 1usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 32usize + __col);
+                                0usize + ((__pf / 1usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 128usize + __tid;
+              if __c < 256usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 4096usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 4096usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 32usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 32usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma8: [f32; 16usize] = [0.0f32; 16usize];
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma8[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          {
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (8192usize + (__buf7 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * 32usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n32k16_f16::<
+              16usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n32::<
+            16usize,
+            0usize,
+          >(&mut __mma8);
+        }
+        let mut qk_29: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma8[__j];
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ),
+                <bool as ::kernel_std::__private::device::Int>::or(
+                  <bool as ::kernel_std::__private::device::Int>::not(true),
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          64i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              };
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red9[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          16usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 32usize
+              + ((__warp / 4) % 1usize) * 32usize
+              + (((__j) % 16usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            64i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 32usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            16usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 32usize
+                + ((__warp / 4) % 1usize) * 32usize
+                + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 16usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red10[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma12[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar11: [u32; 8usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 16usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 32usize
+                  + ((__warp / 4) % 1usize) * 32usize
+                  + (((__j) % 16usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_33[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (16384usize + (__buf7 as usize) * 4096usize) as u32
+                + ((__wg % 1usize) * (64usize / 64usize) * 4096usize)
+                  as u32,
+              4096usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[0usize],
+                __ar11[1usize],
+                __ar11[2usize],
+                __ar11[3usize],
+              ],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[4usize],
+                __ar11[5usize],
+                __ar11[6usize],
+                __ar11[7usize],
+              ],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma12);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma12[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -3942,8 +7812,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4172,7 +8042,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4355,7 +8225,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4414,7 +8284,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c1__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

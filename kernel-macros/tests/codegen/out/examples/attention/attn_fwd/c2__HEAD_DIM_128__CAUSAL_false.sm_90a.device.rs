@@ -736,22 +736,11 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if false {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        ),
-        __p_n_ctx,
-      );
-    } else {}
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         64i64,
       );
@@ -806,7 +795,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_26: i32 = __nx;
               for __jc in 0..4usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 1024usize {
@@ -817,7 +806,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -842,7 +831,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -875,7 +864,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   });
                   if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -923,7 +912,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -945,7 +934,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -996,7 +985,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1018,7 +1007,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1069,7 +1058,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1091,7 +1080,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1142,7 +1131,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1164,7 +1153,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1215,7 +1204,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1237,7 +1226,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1288,7 +1277,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1310,7 +1299,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1361,7 +1350,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1383,7 +1372,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1434,7 +1423,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1456,7 +1445,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1508,7 +1497,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1533,7 +1522,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1555,7 +1544,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   );
                   let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -1592,7 +1581,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1614,7 +1603,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1653,7 +1642,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1675,7 +1664,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1714,7 +1703,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1736,7 +1725,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1775,7 +1764,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1797,7 +1786,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1836,7 +1825,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1858,7 +1847,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1897,7 +1886,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1919,7 +1908,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -1958,7 +1947,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1980,7 +1969,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2019,7 +2008,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_26,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2041,7 +2030,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         );
                         if <i32 as ::kernel_std::__private::device::Num>::lt(
                           <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
+                            start_n_26,
                             (0i32)
                               .wrapping_add(
                                 ({
@@ -2085,13 +2074,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_26: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_26: i32 = __nx;
             for __jc in 0..4usize {
               let __c = __jc * 256usize + __tid;
               if __c < 1024usize {
@@ -2102,7 +2091,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2127,7 +2116,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2160,7 +2149,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 });
                 if !(<i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2213,7 +2202,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2235,7 +2224,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2290,7 +2279,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2312,7 +2301,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2367,7 +2356,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2389,7 +2378,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2444,7 +2433,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2466,7 +2455,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2521,7 +2510,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2543,7 +2532,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2598,7 +2587,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2620,7 +2609,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2675,7 +2664,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2697,7 +2686,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2752,7 +2741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2774,7 +2763,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2826,7 +2815,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2851,7 +2840,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2873,7 +2862,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 );
                 let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -2915,7 +2904,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2937,7 +2926,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -2980,7 +2969,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3002,7 +2991,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3045,7 +3034,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3067,7 +3056,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3110,7 +3099,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3132,7 +3121,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3175,7 +3164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3197,7 +3186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3240,7 +3229,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3262,7 +3251,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3305,7 +3294,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3327,7 +3316,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3370,7 +3359,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_26,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3392,7 +3381,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                       );
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_26,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -3520,7 +3509,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3532,7 +3521,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_29[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3552,7 +3541,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               let __x = if <bool as ::kernel_std::__private::device::Int>::and(
                 <i32 as ::kernel_std::__private::device::Num>::lt(
                   <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
+                    start_n_26,
                     (0i32)
                       .wrapping_add(
                         ({
@@ -3582,7 +3571,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                         ),
                     ),
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3595,7 +3584,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 ),
               ) {
                 <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
+                  qk_29[__j],
                   qk_scale_15,
                 )
               } else {
@@ -3650,7 +3639,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3664,13 +3653,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
               __red3[__j],
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3682,12 +3671,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 if <bool as ::kernel_std::__private::device::Int>::and(
                   <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
+                      start_n_26,
                       (0i32)
                         .wrapping_add(
                           ({
@@ -3717,7 +3706,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                           ),
                       ),
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_26,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -3730,7 +3719,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   ),
                 ) {
                   <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
+                    qk_29[__j],
                     qk_scale_15,
                   )
                 } else {
@@ -3738,12 +3727,12 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     f64::NEG_INFINITY,
                   )
                 },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3757,10 +3746,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_32[__j],
               ),
             );
           },
@@ -3781,7 +3770,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_33[__j];
               let __i: usize = {
                 const __L: [usize; 32usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3845,7 +3834,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_34[__j],
               ),
               __red4[__j],
             );
@@ -3864,7 +3853,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3897,7 +3886,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_33[__j]
               },
             );
             [
@@ -4061,7 +4050,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_32[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -4071,7 +4060,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 64usize] = unsafe {
+    let mut o_36: [::kernel_std::__private::device::F16; 64usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4099,8 +4088,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4329,7 +4318,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
               + (__warp % 4) * 16 + __lane / 4) * 128usize
               + ((__warp / 4) % 1usize) * 128usize
               + (((__j) % 64usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4588,7 +4577,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4647,7 +4636,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_128__CAUSAL_false(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -736,59 +736,706 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
       __p_sm_scale,
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1.44269504f64),
     );
-    let mut hi_16: i32 = __p_n_ctx;
-    if true {
-      hi_16 = <i32 as ::kernel_std::__private::device::Num>::min(
-        <i32 as ::kernel_std::__private::device::Num>::mul(
-          <i32 as ::kernel_std::__private::device::Num>::add(
-            start_m_0,
-            (1i32),
-          ),
-          <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
-        ),
-        __p_n_ctx,
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
+    hi_17 = <i32 as ::kernel_std::__private::device::Num>::min(
+      <i32 as ::kernel_std::__private::device::Num>::mul(
+        <i32 as ::kernel_std::__private::device::Num>::add(start_m_0, (1i32)),
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
+      ),
+      __p_n_ctx,
+    );
+    if <f32 as ::kernel_std::__private::device::Num>::ge(
+      __p_sm_scale,
+      <f32 as ::kernel_std::__private::device::Elem>::from_f64(0f64),
+    ) {
+      lo_16 = <i32 as ::kernel_std::__private::device::Num>::mul(
+        start_m_0,
+        <i32 as ::kernel_std::__private::device::Elem>::from_i64(128i64),
       );
     } else {}
     {
       let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __end: i32 = lo_16;
       let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
         64i64,
       );
-      ::kernel_std::__private::device::unroll::<
-        4usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-          ::kernel_std::__private::device::unroll::<
-            8usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 8usize + __v;
-              let __f: usize = __f0 + __v;
-              ::kernel_std::__private::device::store(
-                (__smem.add(0usize)
-                  as *mut ::kernel_std::__private::device::F16)
-                  .add(
-                    ({
-                      let __sf: usize = __f;
-                      ({
-                        let __r: usize = __sf / 64usize;
-                        __r * 64usize
-                          + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
-                      }) + __sf % 8
-                    }),
+      for __jc in 0..4usize {
+        let __c = __jc * 256usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
                   ),
-                q_11[__j],
-              );
-            },
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
           );
-        },
-      );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
       ::kernel_std::__private::device::cp_async_wait_all();
       ::kernel_std::__private::device::fence_proxy_async();
       ::kernel_std::__private::device::bar_sync();
@@ -803,7 +1450,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
           if let Some(__nx) = __nx {
             if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
             {
-              let start_n_17: i32 = __nx;
+              let start_n_18: i32 = __nx;
               for __jc in 0..2usize {
                 let __c = __jc * 256usize + __tid;
                 if __c < 512usize {
@@ -814,7 +1461,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -839,7 +1486,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       k_base_5,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -867,19 +1514,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                     }) + __sf % 8
                   });
-                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                  if !(true && (__p7 as usize) == (__p0 as usize) + 14
                     && ::kernel_std::__private::device::fits(
                       __p0,
                       __p_k_ptr,
@@ -914,7 +1549,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -934,19 +1569,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -959,9 +1582,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -984,7 +1605,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1004,19 +1625,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1029,9 +1638,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1054,7 +1661,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1074,19 +1681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1099,9 +1694,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1124,7 +1717,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1144,19 +1737,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1169,9 +1750,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1194,7 +1773,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1214,19 +1793,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1239,9 +1806,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1264,7 +1829,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1284,19 +1849,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1309,9 +1862,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1334,7 +1885,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1354,19 +1905,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1379,9 +1918,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1404,7 +1941,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             k_base_5,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1424,19 +1961,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_k_ptr,
@@ -1449,9 +1974,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1475,7 +1998,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1500,7 +2023,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       v_base_6,
                       <i32 as ::kernel_std::__private::device::Num>::mul(
                         <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
+                          start_n_18,
                           (0i32)
                             .wrapping_add(
                               ({
@@ -1520,19 +2043,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         }) as i32,
                       ),
                   );
-                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = (__f0 + 0usize);
-                            0usize + ((__pf / 64usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  );
+                  let __all = true;
                   if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                     && ::kernel_std::__private::device::fits(
                       __p0,
@@ -1559,7 +2070,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1579,19 +2090,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 0usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1604,9 +2103,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1620,7 +2117,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1640,19 +2137,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 1usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1665,9 +2150,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1681,7 +2164,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1701,19 +2184,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 2usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1726,9 +2197,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1742,7 +2211,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1762,19 +2231,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 3usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1787,9 +2244,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1803,7 +2258,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1823,19 +2278,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 4usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1848,9 +2291,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1864,7 +2305,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1884,19 +2325,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 5usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1909,9 +2338,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1925,7 +2352,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -1945,19 +2372,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 6usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -1970,9 +2385,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -1986,7 +2399,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             v_base_6,
                             <i32 as ::kernel_std::__private::device::Num>::mul(
                               <i32 as ::kernel_std::__private::device::Num>::add(
-                                start_n_17,
+                                start_n_18,
                                 (0i32)
                                   .wrapping_add(
                                     ({
@@ -2006,19 +2419,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                               }) as i32,
                             ),
                         );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            start_n_17,
-                            (0i32)
-                              .wrapping_add(
-                                ({
-                                  let __pf: usize = (__f0 + 7usize);
-                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
-                                }) as i32,
-                              ),
-                          ),
-                          __p_n_ctx,
-                        )
+                        if true
                           && ::kernel_std::__private::device::in_bounds(
                             __a,
                             __p_v_ptr,
@@ -2031,9 +2432,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                         {
                           ::kernel_std::__private::device::load(__a)
                         } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         }
                       },
                     );
@@ -2052,13 +2451,13 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
       while __step != 0
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
-        let start_n_17: i32 = __i;
+        let start_n_18: i32 = __i;
         if let Some(__nx) = (1 as i32)
           .checked_mul(__step)
           .and_then(|s| __i.checked_add(s))
         {
           if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
-            let start_n_17: i32 = __nx;
+            let start_n_18: i32 = __nx;
             for __jc in 0..2usize {
               let __c = __jc * 256usize + __tid;
               if __c < 512usize {
@@ -2069,7 +2468,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2094,7 +2493,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     k_base_5,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2122,19 +2521,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
                   }) + __sf % 8
                 });
-                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ) && (__p7 as usize) == (__p0 as usize) + 14
+                if !(true && (__p7 as usize) == (__p0 as usize) + 14
                   && ::kernel_std::__private::device::fits(
                     __p0,
                     __p_k_ptr,
@@ -2174,7 +2561,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2194,19 +2581,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2219,9 +2594,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2248,7 +2621,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2268,19 +2641,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2293,9 +2654,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2322,7 +2681,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2342,19 +2701,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2367,9 +2714,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2396,7 +2741,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2416,19 +2761,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2441,9 +2774,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2470,7 +2801,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2490,19 +2821,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2515,9 +2834,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2544,7 +2861,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2564,19 +2881,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2589,9 +2894,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2618,7 +2921,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2638,19 +2941,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2663,9 +2954,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2692,7 +2981,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           k_base_5,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2712,19 +3001,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
-                                0usize + ((__pf / 1usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_k_ptr,
@@ -2737,9 +3014,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2763,7 +3038,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2788,7 +3063,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     v_base_6,
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
+                        start_n_18,
                         (0i32)
                           .wrapping_add(
                             ({
@@ -2808,19 +3083,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       }) as i32,
                     ),
                 );
-                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = (__f0 + 0usize);
-                          0usize + ((__pf / 64usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                );
+                let __all = true;
                 if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
                   && ::kernel_std::__private::device::fits(
                     __p0,
@@ -2852,7 +3115,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2872,19 +3135,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 0usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2897,9 +3148,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2917,7 +3166,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -2937,19 +3186,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 1usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -2962,9 +3199,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -2982,7 +3217,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3002,19 +3237,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 2usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3027,9 +3250,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3047,7 +3268,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3067,19 +3288,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 3usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3092,9 +3301,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3112,7 +3319,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3132,19 +3339,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 4usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3157,9 +3352,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3177,7 +3370,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3197,19 +3390,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 5usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3222,9 +3403,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3242,7 +3421,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3262,19 +3441,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 6usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3287,9 +3454,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3307,7 +3472,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                           v_base_6,
                           <i32 as ::kernel_std::__private::device::Num>::mul(
                             <i32 as ::kernel_std::__private::device::Num>::add(
-                              start_n_17,
+                              start_n_18,
                               (0i32)
                                 .wrapping_add(
                                   ({
@@ -3327,19 +3492,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                             }) as i32,
                           ),
                       );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          start_n_17,
-                          (0i32)
-                            .wrapping_add(
-                              ({
-                                let __pf: usize = (__f0 + 7usize);
-                                0usize + ((__pf / 64usize) % 64usize) * 1usize
-                              }) as i32,
-                            ),
-                        ),
-                        __p_n_ctx,
-                      )
+                      if true
                         && ::kernel_std::__private::device::in_bounds(
                           __a,
                           __p_v_ptr,
@@ -3352,9 +3505,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                       {
                         ::kernel_std::__private::device::load(__a)
                       } else {
-                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
+                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                       }
                     },
                   );
@@ -3433,7 +3584,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             0usize,
           >(&mut __mma2);
         }
-        let mut qk_20: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut qk_21: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3445,7 +3596,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            qk_20[__j] = __mma2[__j];
+            qk_21[__j] = __mma2[__j];
           },
         );
         let __red3: [f32; 2usize] = {
@@ -3462,60 +3613,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
-                <i32 as ::kernel_std::__private::device::Num>::lt(
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    start_n_17,
-                    (0i32)
-                      .wrapping_add(
-                        ({
-                          let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 64usize) * 1usize
-                        }) as i32,
-                      ),
-                  ),
-                  __p_n_ctx,
-                ),
-                <bool as ::kernel_std::__private::device::Int>::or(
-                  <bool as ::kernel_std::__private::device::Int>::not(true),
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        start_m_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          128i64,
-                        ),
-                      ),
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 64usize) % 128usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                  ),
-                ),
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::mul(
-                  qk_20[__j],
-                  qk_scale_15,
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  f64::NEG_INFINITY,
-                )
-              };
+              let __x = qk_21[__j];
               let __i: usize = {
                 const __L: [usize; 32usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3563,7 +3661,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             ),
           ]
         };
-        let mut m_ij_23: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut m_ij_22: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3577,13 +3675,16 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_ij_23[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+            m_ij_22[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
               m_i_12[__j],
-              __red3[__j],
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                __red3[__j],
+                qk_scale_15,
+              ),
             );
           },
         );
-        let mut p_24: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        let mut p_23: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           32usize,
           _,
@@ -3595,68 +3696,18 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            p_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
-              <f32 as ::kernel_std::__private::device::Num>::sub(
-                if <bool as ::kernel_std::__private::device::Int>::and(
-                  <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      start_n_17,
-                      (0i32)
-                        .wrapping_add(
-                          ({
-                            let __pf: usize = __f;
-                            0usize + ((__pf / 1usize) % 64usize) * 1usize
-                          }) as i32,
-                        ),
-                    ),
-                    __p_n_ctx,
-                  ),
-                  <bool as ::kernel_std::__private::device::Int>::or(
-                    <bool as ::kernel_std::__private::device::Int>::not(true),
-                    <i32 as ::kernel_std::__private::device::Num>::ge(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          start_m_0,
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            128i64,
-                          ),
-                        ),
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 64usize) % 128usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        start_n_17,
-                        (0i32)
-                          .wrapping_add(
-                            ({
-                              let __pf: usize = __f;
-                              0usize + ((__pf / 1usize) % 64usize) * 1usize
-                            }) as i32,
-                          ),
-                      ),
-                    ),
-                  ),
-                ) {
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    qk_20[__j],
-                    qk_scale_15,
-                  )
-                } else {
-                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                    f64::NEG_INFINITY,
-                  )
-                },
-                m_ij_23[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            p_23[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Float>::fma(
+                qk_21[__j],
+                qk_scale_15,
+                <f32 as ::kernel_std::__private::device::Num>::neg(
+                  m_ij_22[0usize | (((__j >> 1usize) & 1) << 0usize)],
+                ),
               ),
             );
           },
         );
-        let mut alpha_25: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        let mut alpha_24: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
         ::kernel_std::__private::device::unroll::<
           2usize,
           _,
@@ -3670,10 +3721,10 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            alpha_25[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+            alpha_24[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
               <f32 as ::kernel_std::__private::device::Num>::sub(
                 m_i_12[__j],
-                m_ij_23[__j],
+                m_ij_22[__j],
               ),
             );
           },
@@ -3694,7 +3745,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                 + ((__warp / 4) % 1usize) * 64usize
                 + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                 + (__lane % 4) * 2;
-              let __x = p_24[__j];
+              let __x = p_23[__j];
               let __i: usize = {
                 const __L: [usize; 32usize] = [
                   0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
@@ -3758,7 +3809,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
               <f32 as ::kernel_std::__private::device::Num>::mul(
                 l_i_13[__j],
-                alpha_25[__j],
+                alpha_24[__j],
               ),
               __red4[__j],
             );
@@ -3777,7 +3828,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
             acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               acc_14[__j],
-              alpha_25[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              alpha_24[0usize | (((__j >> 1usize) & 1) << 0usize)],
             );
           },
         );
@@ -3810,7 +3861,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                   + ((__warp / 4) % 1usize) * 64usize
                   + (((__j) % 32usize) / 4) * 8 + (__j) % 2
                   + (__lane % 4) * 2;
-                p_24[__j]
+                p_23[__j]
               },
             );
             [
@@ -3974,7 +4025,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               | ((__warp >> 0usize) & 1) << 4u32
               | ((__warp >> 1usize) & 1) << 5u32
               | ((__warp >> 2usize) & 1) << 6u32);
-            m_i_12[__j] = m_ij_23[__j];
+            m_i_12[__j] = m_ij_22[__j];
           },
         );
         __buf1 = if __buf1 == 1u32 { 0 } else { __buf1 + 1 };
@@ -3984,7 +4035,3894 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
         };
       }
     }
-    let mut o_27: [::kernel_std::__private::device::F16; 32usize] = unsafe {
+    {
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
+      let __step: i32 = <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+        64i64,
+      );
+      for __jc in 0..4usize {
+        let __c = __jc * 256usize + __tid;
+        if __c < 1024usize {
+          let __f0 = __c * 8;
+          let __s0: usize = ({
+            let __sf: usize = __f0;
+            ({
+              let __r: usize = __sf / 64usize;
+              __r * 64usize
+                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+            }) + __sf % 8
+          });
+          let __p0 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 0usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __p7 = ::kernel_std::__private::device::ptr_add(
+            ::kernel_std::__private::device::ptr_add(
+              q_base_4,
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    start_m_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      128i64,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 64usize) % 128usize) * 1usize
+                      }) as i32,
+                    ),
+                ),
+                __p_stride_qm,
+              ),
+            ),
+            (0i32)
+              .wrapping_add(
+                ({
+                  let __pf: usize = (__f0 + 7usize);
+                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                }) as i32,
+              ),
+          );
+          let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+            <i32 as ::kernel_std::__private::device::Num>::add(
+              <i32 as ::kernel_std::__private::device::Num>::mul(
+                start_m_0,
+                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                  128i64,
+                ),
+              ),
+              (0i32)
+                .wrapping_add(
+                  ({
+                    let __pf: usize = (__f0 + 0usize);
+                    0usize + ((__pf / 64usize) % 128usize) * 1usize
+                  }) as i32,
+                ),
+            ),
+            __p_n_ctx,
+          );
+          if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+            && ::kernel_std::__private::device::fits(
+              __p0,
+              __p_q_ptr,
+              __len_q_ptr,
+              8usize,
+            )
+            && ::kernel_std::__private::device::cp_async_pieces::<
+              16,
+            >(
+              ::kernel_std::__private::device::smem_addr()
+                + (0usize + __s0 * 2) as u32,
+              __p0 as *const u8,
+            ))
+          {
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 0usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 1usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 1usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 1usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 2usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 2usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 2usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 3usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 3usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 3usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 4usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 4usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 4usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 5usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 5usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 5usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 6usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 6usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 6usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+            ::kernel_std::__private::device::store(
+              (__smem.add(0usize)
+                as *mut ::kernel_std::__private::device::F16)
+                .add(__s0 + 7usize),
+              {
+                let __a = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    q_base_4,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_qm,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      start_m_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        128i64,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 64usize) % 128usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                )
+                  && ::kernel_std::__private::device::in_bounds(
+                    __a,
+                    __p_q_ptr,
+                    __len_q_ptr,
+                    __fault,
+                    __tag,
+                    0u32,
+                    ::core::line!(),
+                  )
+                {
+                  ::kernel_std::__private::device::load(__a)
+                } else {
+                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                    0f64,
+                  )
+                }
+              },
+            );
+          }
+        }
+      }
+      ::kernel_std::__private::device::cp_async_wait_all();
+      ::kernel_std::__private::device::fence_proxy_async();
+      ::kernel_std::__private::device::bar_sync();
+      {
+        let mut __nx: Option<i32> = if __step != 0 {
+          Some(__start)
+        } else {
+          None
+        };
+        let mut __b: u32 = 0;
+        while __b < 1u32 {
+          if let Some(__nx) = __nx {
+            if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end))
+            {
+              let start_n_26: i32 = __nx;
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __r0: usize = (__c % 8usize) * 8;
+                  let __col: usize = __c / 8usize;
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      k_base_5,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_kn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __s0: usize = ({
+                    let __sf: usize = (__col * 64usize + __r0);
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ) && (__p7 as usize) == (__p0 as usize) + 14
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_k_ptr,
+                      __len_k_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((16384usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((16384usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(
+                          ({
+                            let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                            ({
+                              let __r: usize = __sf / 64usize;
+                              __r * 64usize
+                                + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                            }) + __sf % 8
+                          }),
+                        ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            k_base_5,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                      0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_kn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                  0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_k_ptr,
+                            __len_k_ptr,
+                            __fault,
+                            __tag,
+                            1u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+              for __jc in 0..2usize {
+                let __c = __jc * 256usize + __tid;
+                if __c < 512usize {
+                  let __f0 = __c * 8;
+                  let __s0: usize = ({
+                    let __sf: usize = __f0;
+                    ({
+                      let __r: usize = __sf / 64usize;
+                      __r * 64usize
+                        + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                    }) + __sf % 8
+                  });
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __p7 = ::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      v_base_6,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_stride_vn,
+                      ),
+                    ),
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 7usize);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  );
+                  let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = (__f0 + 0usize);
+                            0usize + ((__pf / 64usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  );
+                  if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_v_ptr,
+                      __len_v_ptr,
+                      8usize,
+                    )
+                    && ::kernel_std::__private::device::cp_async_pieces::<
+                      16,
+                    >(
+                      ::kernel_std::__private::device::smem_addr()
+                        + ((32768usize + ((__b) as usize) * 8192usize) + __s0 * 2)
+                          as u32,
+                      __p0 as *const u8,
+                    ))
+                  {
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 0usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 0usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 0usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 1usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 1usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 1usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 2usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 2usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 2usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 3usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 3usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 3usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 4usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 4usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 4usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 5usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 5usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 5usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 6usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 6usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 6usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                    ::kernel_std::__private::device::store(
+                      (__smem.add((32768usize + ((__b) as usize) * 8192usize))
+                        as *mut ::kernel_std::__private::device::F16)
+                        .add(__s0 + 7usize),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          ::kernel_std::__private::device::ptr_add(
+                            v_base_6,
+                            <i32 as ::kernel_std::__private::device::Num>::mul(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                start_n_26,
+                                (0i32)
+                                  .wrapping_add(
+                                    ({
+                                      let __pf: usize = (__f0 + 7usize);
+                                      0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                    }) as i32,
+                                  ),
+                              ),
+                              __p_stride_vn,
+                            ),
+                          ),
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            start_n_26,
+                            (0i32)
+                              .wrapping_add(
+                                ({
+                                  let __pf: usize = (__f0 + 7usize);
+                                  0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                }) as i32,
+                              ),
+                          ),
+                          __p_n_ctx,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_v_ptr,
+                            __len_v_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                    );
+                  }
+                }
+              }
+            }
+          }
+          ::kernel_std::__private::device::cp_async_commit();
+          __nx = __nx.and_then(|v| v.checked_add(__step));
+          __b += 1;
+        }
+      }
+      let mut __buf7: u32 = 0;
+      let mut __i: i32 = __start;
+      while __step != 0
+        && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
+      {
+        let start_n_26: i32 = __i;
+        if let Some(__nx) = (1 as i32)
+          .checked_mul(__step)
+          .and_then(|s| __i.checked_add(s))
+        {
+          if ((__step > 0 && __nx < __end) || (__step < 0 && __nx > __end)) {
+            let start_n_26: i32 = __nx;
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __r0: usize = (__c % 8usize) * 8;
+                let __col: usize = __c / 8usize;
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    k_base_5,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_kn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                        0usize + ((__pf / 64usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __s0: usize = ({
+                  let __sf: usize = (__col * 64usize + __r0);
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                if !(<i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ) && (__p7 as usize) == (__p0 as usize) + 14
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_k_ptr,
+                    __len_k_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((16384usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 0usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 0usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 1usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 1usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 2usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 2usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 3usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 3usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 4usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 4usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 5usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 5usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 6usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 6usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (16384usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(
+                        ({
+                          let __sf: usize = (__col * 64usize + __r0 + 7usize);
+                          ({
+                            let __r: usize = __sf / 64usize;
+                            __r * 64usize
+                              + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                          }) + __sf % 8
+                        }),
+                      ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          k_base_5,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                    0usize + ((__pf / 1usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_kn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = ((__r0 + 7usize) * 64usize + __col);
+                                0usize + ((__pf / 1usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_k_ptr,
+                          __len_k_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+            for __jc in 0..2usize {
+              let __c = __jc * 256usize + __tid;
+              if __c < 512usize {
+                let __f0 = __c * 8;
+                let __s0: usize = ({
+                  let __sf: usize = __f0;
+                  ({
+                    let __r: usize = __sf / 64usize;
+                    __r * 64usize
+                      + ((((__sf % 64usize) / 8) ^ ((__r / 1usize) % 8usize)) * 8)
+                  }) + __sf % 8
+                });
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 0usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __p7 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    v_base_6,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 64usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      __p_stride_vn,
+                    ),
+                  ),
+                  (0i32)
+                    .wrapping_add(
+                      ({
+                        let __pf: usize = (__f0 + 7usize);
+                        0usize + ((__pf / 1usize) % 64usize) * 1usize
+                      }) as i32,
+                    ),
+                );
+                let __all = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = (__f0 + 0usize);
+                          0usize + ((__pf / 64usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                );
+                if !(__all && (__p7 as usize) == (__p0 as usize) + 14usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_v_ptr,
+                    __len_v_ptr,
+                    8usize,
+                  )
+                  && ::kernel_std::__private::device::cp_async_pieces::<
+                    16,
+                  >(
+                    ::kernel_std::__private::device::smem_addr()
+                      + ((32768usize
+                        + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                          * 8192usize) + __s0 * 2) as u32,
+                    __p0 as *const u8,
+                  ))
+                {
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 0usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 0usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 0usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 0usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 1usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 1usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 1usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 1usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 2usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 2usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 2usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 2usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 3usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 3usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 3usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 3usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 4usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 4usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 4usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 4usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 5usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 5usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 5usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 5usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 6usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 6usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 6usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 6usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                  ::kernel_std::__private::device::store(
+                    (__smem
+                      .add(
+                        (32768usize
+                          + ((if __buf7 == 0 { 1u32 } else { __buf7 - 1 }) as usize)
+                            * 8192usize),
+                      ) as *mut ::kernel_std::__private::device::F16)
+                      .add(__s0 + 7usize),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        ::kernel_std::__private::device::ptr_add(
+                          v_base_6,
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              start_n_26,
+                              (0i32)
+                                .wrapping_add(
+                                  ({
+                                    let __pf: usize = (__f0 + 7usize);
+                                    0usize + ((__pf / 64usize) % 64usize) * 1usize
+                                  }) as i32,
+                                ),
+                            ),
+                            __p_stride_vn,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = (__f0 + 7usize);
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          start_n_26,
+                          (0i32)
+                            .wrapping_add(
+                              ({
+                                let __pf: usize = (__f0 + 7usize);
+                                0usize + ((__pf / 64usize) % 64usize) * 1usize
+                              }) as i32,
+                            ),
+                        ),
+                        __p_n_ctx,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_v_ptr,
+                          __len_v_ptr,
+                          __fault,
+                          __tag,
+                          2u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                  );
+                }
+              }
+            }
+          }
+        }
+        ::kernel_std::__private::device::cp_async_commit();
+        let mut __mma8: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma8[__j] = 0.0f32;
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          {
+            let __wg: usize = __warp / 4;
+            let __da: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr() + 0usize as u32
+                + ((__wg / 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (16384usize + (__buf7 as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * 64usize * 128usize) as u32,
+              16usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 0u64, __db + 0u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 2u64, __db + 2u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 4u64, __db + 4u64);
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16::<
+              32usize,
+              0usize,
+              0u32,
+              0u32,
+            >(&mut __mma8, __da + 6u64, __db + 6u64);
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma8);
+        }
+        let mut qk_29: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            qk_29[__j] = __mma8[__j];
+          },
+        );
+        let __red9: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Bounds>::lowest(); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = if <bool as ::kernel_std::__private::device::Int>::and(
+                <i32 as ::kernel_std::__private::device::Num>::lt(
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    start_n_26,
+                    (0i32)
+                      .wrapping_add(
+                        ({
+                          let __pf: usize = __f;
+                          0usize + ((__pf / 1usize) % 64usize) * 1usize
+                        }) as i32,
+                      ),
+                  ),
+                  __p_n_ctx,
+                ),
+                <bool as ::kernel_std::__private::device::Int>::or(
+                  <bool as ::kernel_std::__private::device::Int>::not(true),
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        start_m_0,
+                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                          128i64,
+                        ),
+                      ),
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 64usize) % 128usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                  ),
+                ),
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  qk_29[__j],
+                  qk_scale_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  f64::NEG_INFINITY,
+                )
+              };
+              let __i: usize = {
+                const __L: [usize; 32usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                  0usize, 0usize, 1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::max(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        let mut m_ij_32: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_ij_32[__j] = <f32 as ::kernel_std::__private::device::Num>::max(
+              m_i_12[__j],
+              __red9[__j],
+            );
+          },
+        );
+        let mut p_33: [f32; 32usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            p_33[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                if <bool as ::kernel_std::__private::device::Int>::and(
+                  <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      start_n_26,
+                      (0i32)
+                        .wrapping_add(
+                          ({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 1usize) % 64usize) * 1usize
+                          }) as i32,
+                        ),
+                    ),
+                    __p_n_ctx,
+                  ),
+                  <bool as ::kernel_std::__private::device::Int>::or(
+                    <bool as ::kernel_std::__private::device::Int>::not(true),
+                    <i32 as ::kernel_std::__private::device::Num>::ge(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          start_m_0,
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            128i64,
+                          ),
+                        ),
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 64usize) % 128usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        start_n_26,
+                        (0i32)
+                          .wrapping_add(
+                            ({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 64usize) * 1usize
+                            }) as i32,
+                          ),
+                      ),
+                    ),
+                  ),
+                ) {
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    qk_29[__j],
+                    qk_scale_15,
+                  )
+                } else {
+                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                    f64::NEG_INFINITY,
+                  )
+                },
+                m_ij_32[0usize | (((__j >> 1usize) & 1) << 0usize)],
+              ),
+            );
+          },
+        );
+        let mut alpha_34: [f32; 2usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            alpha_34[__j] = <f32 as ::kernel_std::__private::device::Float>::exp2(
+              <f32 as ::kernel_std::__private::device::Num>::sub(
+                m_i_12[__j],
+                m_ij_32[__j],
+              ),
+            );
+          },
+        );
+        let __red10: [f32; 2usize] = {
+          let mut __p: [f32; 2usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
+            0,
+          ); 2usize];
+          ::kernel_std::__private::device::unroll::<
+            32usize,
+            _,
+          >(
+            #[inline(always)]
+            |__j: usize| {
+              let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                + (__warp % 4) * 16 + __lane / 4) * 64usize
+                + ((__warp / 4) % 1usize) * 64usize
+                + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                + (__lane % 4) * 2;
+              let __x = p_33[__j];
+              let __i: usize = {
+                const __L: [usize; 32usize] = [
+                  0usize, 0usize, 1usize, 1usize, 0usize, 0usize, 1usize,
+                  1usize, 0usize, 0usize, 1usize, 1usize, 0usize, 0usize,
+                  1usize, 1usize, 0usize, 0usize, 1usize, 1usize, 0usize,
+                  0usize, 1usize, 1usize, 0usize, 0usize, 1usize, 1usize,
+                  0usize, 0usize, 1usize, 1usize,
+                ];
+                __L[__j]
+              };
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Elem>::to_f32(__x),
+              );
+            },
+          );
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__i: usize| {
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  1u32,
+                ),
+              );
+              __p[__i] = <f32 as ::kernel_std::__private::device::Num>::add(
+                __p[__i],
+                <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(
+                  __p[__i],
+                  2u32,
+                ),
+              );
+            },
+          );
+          [
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[0usize],
+            ),
+            <f32 as ::kernel_std::__private::device::Elem>::from_f32(
+              __p[1usize],
+            ),
+          ]
+        };
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            l_i_13[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+              <f32 as ::kernel_std::__private::device::Num>::mul(
+                l_i_13[__j],
+                alpha_34[__j],
+              ),
+              __red10[__j],
+            );
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
+              acc_14[__j],
+              alpha_34[0usize | (((__j >> 1usize) & 1) << 0usize)],
+            );
+          },
+        );
+        let mut __mma12: [f32; 32usize] = [0.0f32; 32usize];
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            __mma12[__j] = acc_14[__j];
+          },
+        );
+        ::kernel_std::__private::device::cp_async_wait_group::<1>();
+        ::kernel_std::__private::device::fence_proxy_async();
+        ::kernel_std::__private::device::bar_sync();
+        {
+          let __ar11: [u32; 16usize] = {
+            let __val = ::kernel_std::__private::device::inline_fn(
+              #[inline(always)]
+              |__j: usize| -> f32 {
+                let __f: usize = (((__warp / 4) / 1usize) * 64usize
+                  + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+                  + (__warp % 4) * 16 + __lane / 4) * 64usize
+                  + ((__warp / 4) % 1usize) * 64usize
+                  + (((__j) % 32usize) / 4) * 8 + (__j) % 2
+                  + (__lane % 4) * 2;
+                p_33[__j]
+              },
+            );
+            [
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(0usize),
+                __val(1usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(2usize),
+                __val(3usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(4usize),
+                __val(5usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(6usize),
+                __val(7usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(8usize),
+                __val(9usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(10usize),
+                __val(11usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(12usize),
+                __val(13usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(14usize),
+                __val(15usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(16usize),
+                __val(17usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(18usize),
+                __val(19usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(20usize),
+                __val(21usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(22usize),
+                __val(23usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(24usize),
+                __val(25usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(26usize),
+                __val(27usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(28usize),
+                __val(29usize),
+              ),
+              ::kernel_std::__private::device::pack_f16x2(
+                __val(30usize),
+                __val(31usize),
+              ),
+            ]
+          };
+          {
+            let __wg: usize = __warp / 4;
+            let __db: u64 = ::kernel_std::__private::device::wgmma_desc(
+              ::kernel_std::__private::device::smem_addr()
+                + (32768usize + (__buf7 as usize) * 8192usize) as u32
+                + ((__wg % 1usize) * (64usize / 64usize) * 8192usize)
+                  as u32,
+              8192usize as u32,
+              1024usize as u32,
+              ::kernel_std::__private::device::wgmma_swizzle_mode(128usize),
+            );
+            ::kernel_std::__private::device::wgmma_fence();
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[0usize],
+                __ar11[1usize],
+                __ar11[2usize],
+                __ar11[3usize],
+              ],
+              __db + 0u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[4usize],
+                __ar11[5usize],
+                __ar11[6usize],
+                __ar11[7usize],
+              ],
+              __db + 128u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[8usize],
+                __ar11[9usize],
+                __ar11[10usize],
+                __ar11[11usize],
+              ],
+              __db + 256u64,
+            );
+            ::kernel_std::__private::device::wgmma_m64n64k16_f16_rs::<
+              32usize,
+              0usize,
+              1u32,
+            >(
+              &mut __mma12,
+              [
+                __ar11[12usize],
+                __ar11[13usize],
+                __ar11[14usize],
+                __ar11[15usize],
+              ],
+              __db + 384u64,
+            );
+            ::kernel_std::__private::device::wgmma_commit();
+          }
+          ::kernel_std::__private::device::wgmma_wait::<0>();
+          ::kernel_std::__private::device::wgmma_tie_n64::<
+            32usize,
+            0usize,
+          >(&mut __mma12);
+        }
+        ::kernel_std::__private::device::bar_sync();
+        ::kernel_std::__private::device::unroll::<
+          32usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (((__warp / 4) / 1usize) * 64usize
+              + ((__j) / 32usize) * 64 + (((__j) % 4) / 2) * 8
+              + (__warp % 4) * 16 + __lane / 4) * 64usize
+              + ((__warp / 4) % 1usize) * 64usize
+              + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
+            acc_14[__j] = __mma12[__j];
+          },
+        );
+        ::kernel_std::__private::device::unroll::<
+          2usize,
+          _,
+        >(
+          #[inline(always)]
+          |__j: usize| {
+            let __f: usize = (0usize | (((__j) >> 0usize) & 1) << 3u32
+              | ((__lane >> 2usize) & 1) << 0u32
+              | ((__lane >> 3usize) & 1) << 1u32
+              | ((__lane >> 4usize) & 1) << 2u32
+              | ((__warp >> 0usize) & 1) << 4u32
+              | ((__warp >> 1usize) & 1) << 5u32
+              | ((__warp >> 2usize) & 1) << 6u32);
+            m_i_12[__j] = m_ij_32[__j];
+          },
+        );
+        __buf7 = if __buf7 == 1u32 { 0 } else { __buf7 + 1 };
+        __i = match __i.checked_add(__step) {
+          Some(n) => n,
+          None => break,
+        };
+      }
+    }
+    let mut o_36: [::kernel_std::__private::device::F16; 32usize] = unsafe {
       ::core::mem::zeroed()
     };
     {
@@ -4012,8 +7950,8 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
             __val(2 * __p),
             __val(2 * __p + 1),
           );
-          o_27[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
-          o_27[2 * __p + 1] = ::kernel_std::__private::device::F16(
+          o_36[2 * __p] = ::kernel_std::__private::device::F16(__w as u16);
+          o_36[2 * __p + 1] = ::kernel_std::__private::device::F16(
             (__w >> 16) as u16,
           );
         },
@@ -4242,7 +8180,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
               + (__warp % 4) * 16 + __lane / 4) * 64usize
               + ((__warp / 4) % 1usize) * 64usize
               + (((__j) % 32usize) / 4) * 8 + (__j) % 2 + (__lane % 4) * 2;
-            o_27[__j]
+            o_36[__j]
           },
         );
         let __sw: u32 = ::kernel_std::__private::device::smem_addr()
@@ -4425,7 +8363,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -4484,7 +8422,7 @@ pub unsafe extern "ptx-kernel" fn attn_fwd__c2__HEAD_DIM_64__CAUSAL_true(
                     }) as i32,
                   ),
               );
-              __sv[__v] = o_27[__j];
+              __sv[__v] = o_36[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -943,9 +943,10 @@ pub mod attn_fwd {
       __p_sm_scale,
       (1.442695f32),
     );
-    let mut hi_16: i32 = __p_n_ctx;
+    let mut lo_16: i32 = (0i32);
+    let mut hi_17: i32 = __p_n_ctx;
     if __meta.CAUSAL {
-      hi_16 = <i32 as ::kernel_runtime::__private::cpu::Num>::min(
+      hi_17 = <i32 as ::kernel_runtime::__private::cpu::Num>::min(
         <i32 as ::kernel_runtime::__private::cpu::Num>::mul(
           <i32 as ::kernel_runtime::__private::cpu::Num>::add(
             start_m_0,
@@ -955,10 +956,185 @@ pub mod attn_fwd {
         ),
         __p_n_ctx,
       );
+      if <f32 as ::kernel_runtime::__private::cpu::Num>::ge(__p_sm_scale, (0f32)) {
+        lo_16 = <i32 as ::kernel_runtime::__private::cpu::Num>::mul(
+          start_m_0,
+          (__meta.BLOCK_M as i32),
+        );
+      } else {}
+      {
+        let __start: i32 = (0i32);
+        let __end: i32 = lo_16;
+        let __step: i32 = (__meta.BLOCK_N as i32);
+        if __step == 0 {
+          let __s = &::kernel_runtime::__private::cpu::Site {
+            kernel: "attn_fwd",
+            line: line!(),
+            column: column!(),
+          };
+          return Err(::kernel_runtime::__private::cpu::KernelError::ZeroStep {
+            kernel: __s.kernel,
+            line: __s.line,
+            column: __s.column,
+          });
+        }
+        let mut __i: i32 = __start;
+        while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {
+          let start_n_18: i32 = __i;
+          let mut cols_19: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
+            &::kernel_runtime::__private::cpu::Blk::scalar(start_n_18),
+            &offs_n_9,
+            <i32 as ::kernel_runtime::__private::cpu::Num>::add,
+          );
+          let mut k_20: ::kernel_runtime::__private::cpu::Blk<
+            ::kernel_runtime::__private::f16,
+          > = ::kernel_runtime::__private::cpu::load::<
+            ::kernel_runtime::__private::f16,
+          >(
+            __ctx,
+            &(::kernel_runtime::__private::cpu::map2(
+              &(::kernel_runtime::__private::cpu::map2(
+                &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
+                &(::kernel_runtime::__private::cpu::map2(
+                  &(::kernel_runtime::__private::cpu::expand_dims(
+                    &cols_19,
+                    0usize,
+                  )),
+                  &::kernel_runtime::__private::cpu::Blk::scalar(
+                    __p_stride_kn,
+                  ),
+                  <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
+                )),
+                ::kernel_runtime::__private::cpu::ptr_add,
+              )),
+              &(::kernel_runtime::__private::cpu::expand_dims(
+                &offs_d_10,
+                1usize,
+              )),
+              ::kernel_runtime::__private::cpu::ptr_add,
+            )),
+            None,
+            None,
+            &::kernel_runtime::__private::cpu::Site {
+              kernel: "attn_fwd",
+              line: line!(),
+              column: column!(),
+            },
+          )?;
+          let mut qk_21: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
+            ::kernel_runtime::__private::f16,
+            ::kernel_runtime::__private::f16,
+          >(&q_11, &k_20, None);
+          let mut m_ij_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
+            &m_i_12,
+            &(::kernel_runtime::__private::cpu::map2(
+              &(::kernel_runtime::__private::cpu::reduce_max::<
+                f32,
+              >(&qk_21, 1usize)),
+              &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
+              <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
+            )),
+            <f32 as ::kernel_runtime::__private::cpu::Num>::max,
+          );
+          let mut p_23: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+            &(::kernel_runtime::__private::cpu::map3(
+              &qk_21,
+              &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
+              &(::kernel_runtime::__private::cpu::map1(
+                &(::kernel_runtime::__private::cpu::expand_dims(
+                  &m_ij_22,
+                  1usize,
+                )),
+                <f32 as ::kernel_runtime::__private::cpu::Num>::neg,
+              )),
+              <f32 as ::kernel_runtime::__private::cpu::Float>::fma,
+            )),
+            <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
+          );
+          let mut alpha_24: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+            &(::kernel_runtime::__private::cpu::map2(
+              &m_i_12,
+              &m_ij_22,
+              <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
+            )),
+            <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
+          );
+          l_i_13 = ::kernel_runtime::__private::cpu::map2(
+            &(::kernel_runtime::__private::cpu::map2(
+              &l_i_13,
+              &alpha_24,
+              <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
+            )),
+            &(::kernel_runtime::__private::cpu::reduce_sum::<
+              f32,
+            >(&p_23, 1usize)),
+            <f32 as ::kernel_runtime::__private::cpu::Num>::add,
+          );
+          acc_14 = ::kernel_runtime::__private::cpu::map2(
+            &acc_14,
+            &(::kernel_runtime::__private::cpu::expand_dims(
+              &alpha_24,
+              1usize,
+            )),
+            <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
+          );
+          let mut v_25: ::kernel_runtime::__private::cpu::Blk<
+            ::kernel_runtime::__private::f16,
+          > = ::kernel_runtime::__private::cpu::load::<
+            ::kernel_runtime::__private::f16,
+          >(
+            __ctx,
+            &(::kernel_runtime::__private::cpu::map2(
+              &(::kernel_runtime::__private::cpu::map2(
+                &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
+                &(::kernel_runtime::__private::cpu::map2(
+                  &(::kernel_runtime::__private::cpu::expand_dims(
+                    &cols_19,
+                    1usize,
+                  )),
+                  &::kernel_runtime::__private::cpu::Blk::scalar(
+                    __p_stride_vn,
+                  ),
+                  <i32 as ::kernel_runtime::__private::cpu::Num>::mul,
+                )),
+                ::kernel_runtime::__private::cpu::ptr_add,
+              )),
+              &(::kernel_runtime::__private::cpu::expand_dims(
+                &offs_d_10,
+                0usize,
+              )),
+              ::kernel_runtime::__private::cpu::ptr_add,
+            )),
+            None,
+            None,
+            &::kernel_runtime::__private::cpu::Site {
+              kernel: "attn_fwd",
+              line: line!(),
+              column: column!(),
+            },
+          )?;
+          acc_14 = ::kernel_runtime::__private::cpu::dot::<
+            ::kernel_runtime::__private::f16,
+            ::kernel_runtime::__private::f16,
+          >(
+            &(::kernel_runtime::__private::cpu::cast::<
+              f32,
+              ::kernel_runtime::__private::f16,
+            >(&p_23)),
+            &v_25,
+            Some(&acc_14),
+          );
+          m_i_12 = m_ij_22.clone();
+          __i = match __i.checked_add(__step) {
+            Some(n) => n,
+            None => break,
+          };
+        }
+      }
     } else {}
     {
-      let __start: i32 = (0i32);
-      let __end: i32 = hi_16;
+      let __start: i32 = lo_16;
+      let __end: i32 = hi_17;
       let __step: i32 = (__meta.BLOCK_N as i32);
       if __step == 0 {
         let __s = &::kernel_runtime::__private::cpu::Site {
@@ -974,13 +1150,13 @@ pub mod attn_fwd {
       }
       let mut __i: i32 = __start;
       while (__step > 0 && __i < __end) || (__step < 0 && __i > __end) {
-        let start_n_17: i32 = __i;
-        let mut cols_18: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
-          &::kernel_runtime::__private::cpu::Blk::scalar(start_n_17),
+        let start_n_26: i32 = __i;
+        let mut cols_27: ::kernel_runtime::__private::cpu::Blk<i32> = ::kernel_runtime::__private::cpu::map2(
+          &::kernel_runtime::__private::cpu::Blk::scalar(start_n_26),
           &offs_n_9,
           <i32 as ::kernel_runtime::__private::cpu::Num>::add,
         );
-        let mut k_19: ::kernel_runtime::__private::cpu::Blk<
+        let mut k_28: ::kernel_runtime::__private::cpu::Blk<
           ::kernel_runtime::__private::f16,
         > = ::kernel_runtime::__private::cpu::load::<
           ::kernel_runtime::__private::f16,
@@ -991,7 +1167,7 @@ pub mod attn_fwd {
               &::kernel_runtime::__private::cpu::Blk::scalar(k_base_5),
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
-                  &cols_18,
+                  &cols_27,
                   0usize,
                 )),
                 &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -1010,7 +1186,7 @@ pub mod attn_fwd {
           Some(
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_18,
+                &cols_27,
                 0usize,
               )),
               &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -1031,14 +1207,14 @@ pub mod attn_fwd {
             column: column!(),
           },
         )?;
-        let mut qk_20: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
+        let mut qk_29: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::dot::<
           ::kernel_runtime::__private::f16,
           ::kernel_runtime::__private::f16,
-        >(&q_11, &k_19, None);
-        let mut keep_21: ::kernel_runtime::__private::cpu::Blk<bool> = ::kernel_runtime::__private::cpu::map2(
+        >(&q_11, &k_28, None);
+        let mut keep_30: ::kernel_runtime::__private::cpu::Blk<bool> = ::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::map2(
             &(::kernel_runtime::__private::cpu::expand_dims(
-              &cols_18,
+              &cols_27,
               0usize,
             )),
             &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -1056,7 +1232,7 @@ pub mod attn_fwd {
                 1usize,
               )),
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_18,
+                &cols_27,
                 0usize,
               )),
               <i32 as ::kernel_runtime::__private::cpu::Num>::ge,
@@ -1065,10 +1241,10 @@ pub mod attn_fwd {
           )),
           <bool as ::kernel_runtime::__private::cpu::Int>::and,
         );
-        let mut qk_22: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::select(
-          &keep_21,
+        let mut qk_31: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::select(
+          &keep_30,
           &(::kernel_runtime::__private::cpu::map2(
-            &qk_20,
+            &qk_29,
             &::kernel_runtime::__private::cpu::Blk::scalar(qk_scale_15),
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           )),
@@ -1079,28 +1255,28 @@ pub mod attn_fwd {
             >(f64::NEG_INFINITY),
           ),
         );
-        let mut m_ij_23: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
+        let mut m_ij_32: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map2(
           &m_i_12,
           &(::kernel_runtime::__private::cpu::reduce_max::<
             f32,
-          >(&qk_22, 1usize)),
+          >(&qk_31, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::max,
         );
-        let mut p_24: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+        let mut p_33: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
           &(::kernel_runtime::__private::cpu::map2(
-            &qk_22,
+            &qk_31,
             &(::kernel_runtime::__private::cpu::expand_dims(
-              &m_ij_23,
+              &m_ij_32,
               1usize,
             )),
             <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
         );
-        let mut alpha_25: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
+        let mut alpha_34: ::kernel_runtime::__private::cpu::Blk<f32> = ::kernel_runtime::__private::cpu::map1(
           &(::kernel_runtime::__private::cpu::map2(
             &m_i_12,
-            &m_ij_23,
+            &m_ij_32,
             <f32 as ::kernel_runtime::__private::cpu::Num>::sub,
           )),
           <f32 as ::kernel_runtime::__private::cpu::Float>::exp2,
@@ -1108,20 +1284,20 @@ pub mod attn_fwd {
         l_i_13 = ::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::map2(
             &l_i_13,
-            &alpha_25,
+            &alpha_34,
             <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
           )),
           &(::kernel_runtime::__private::cpu::reduce_sum::<
             f32,
-          >(&p_24, 1usize)),
+          >(&p_33, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::add,
         );
         acc_14 = ::kernel_runtime::__private::cpu::map2(
           &acc_14,
-          &(::kernel_runtime::__private::cpu::expand_dims(&alpha_25, 1usize)),
+          &(::kernel_runtime::__private::cpu::expand_dims(&alpha_34, 1usize)),
           <f32 as ::kernel_runtime::__private::cpu::Num>::mul,
         );
-        let mut v_26: ::kernel_runtime::__private::cpu::Blk<
+        let mut v_35: ::kernel_runtime::__private::cpu::Blk<
           ::kernel_runtime::__private::f16,
         > = ::kernel_runtime::__private::cpu::load::<
           ::kernel_runtime::__private::f16,
@@ -1132,7 +1308,7 @@ pub mod attn_fwd {
               &::kernel_runtime::__private::cpu::Blk::scalar(v_base_6),
               &(::kernel_runtime::__private::cpu::map2(
                 &(::kernel_runtime::__private::cpu::expand_dims(
-                  &cols_18,
+                  &cols_27,
                   1usize,
                 )),
                 &::kernel_runtime::__private::cpu::Blk::scalar(
@@ -1151,7 +1327,7 @@ pub mod attn_fwd {
           Some(
             &(::kernel_runtime::__private::cpu::map2(
               &(::kernel_runtime::__private::cpu::expand_dims(
-                &cols_18,
+                &cols_27,
                 1usize,
               )),
               &::kernel_runtime::__private::cpu::Blk::scalar(__p_n_ctx),
@@ -1179,18 +1355,18 @@ pub mod attn_fwd {
           &(::kernel_runtime::__private::cpu::cast::<
             f32,
             ::kernel_runtime::__private::f16,
-          >(&p_24)),
-          &v_26,
+          >(&p_33)),
+          &v_35,
           Some(&acc_14),
         );
-        m_i_12 = m_ij_23.clone();
+        m_i_12 = m_ij_32.clone();
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
         };
       }
     }
-    let mut o_27: ::kernel_runtime::__private::cpu::Blk<
+    let mut o_36: ::kernel_runtime::__private::cpu::Blk<
       ::kernel_runtime::__private::f16,
     > = ::kernel_runtime::__private::cpu::cast::<
       f32,
@@ -1227,7 +1403,7 @@ pub mod attn_fwd {
         &(::kernel_runtime::__private::cpu::expand_dims(&offs_d_10, 0usize)),
         ::kernel_runtime::__private::cpu::ptr_add,
       )),
-      &o_27,
+      &o_36,
       Some(
         &(::kernel_runtime::__private::cpu::map2(
           &(::kernel_runtime::__private::cpu::expand_dims(&offs_m_8, 1usize)),

@@ -72,23 +72,21 @@ pub unsafe extern "ptx-kernel" fn countdown__B_64__DOUBLE_true(
         };
       }
     }
-    if true {
-      ::kernel_std::__private::device::unroll::<
-        1usize,
-        _,
-      >(
-        #[inline(always)]
-        |__j: usize| {
-          let __f = __tid + __j * 128usize;
-          if __f < 64usize {
-            acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
-              acc_1[__j],
-              (2i32),
-            );
-          }
-        },
-      );
-    } else {}
+    ::kernel_std::__private::device::unroll::<
+      1usize,
+      _,
+    >(
+      #[inline(always)]
+      |__j: usize| {
+        let __f = __tid + __j * 128usize;
+        if __f < 64usize {
+          acc_1[__j] = <i32 as ::kernel_std::__private::device::Num>::mul(
+            acc_1[__j],
+            (2i32),
+          );
+        }
+      },
+    );
     if <i32 as ::kernel_std::__private::device::Num>::gt(__p_bonus, (0i32)) {
       ::kernel_std::__private::device::unroll::<
         1usize,
