@@ -214,45 +214,8 @@ impl DevGen<'_> {
                     _ => quote!(<#t as #d::Elem>::from_i64(#v)),
                 }
             }
-            ExprKind::Lit(l) => match (l, e.ty.dtype()) {
-                (Lit::Bool(b), _) => quote!(#b),
-                (Lit::Int(v), Some(DType::I32)) => {
-                    let v = *v as i32;
-                    quote!((#v))
-                }
-                (Lit::Int(v), Some(DType::I64)) => quote!((#v)),
-                (Lit::Int(v), _) => quote!(<#t as #d::Elem>::from_i64(#v)),
-                (Lit::Float(v), _) if v.is_finite() => quote!(<#t as #d::Elem>::from_f64(#v)),
-                (Lit::Float(v), _) => {
-                    let f = if v.is_nan() {
-                        quote!(f64::NAN)
-                    } else if *v > 0.0 {
-                        quote!(f64::INFINITY)
-                    } else {
-                        quote!(f64::NEG_INFINITY)
-                    };
-                    quote!(<#t as #d::Elem>::from_f64(#f))
-                }
-            },
-            ExprKind::Local(l) => {
-                let ident = crate::expand_cpu::local_ident(k, *l);
-                match &self.kinds[*l] {
-                    LocalKind::Scalar => quote!(#ident),
-                    LocalKind::Pure(init) | LocalKind::Inline(init) => self.ev(*init, at),
-                    LocalKind::Affine(init) => {
-                        let base = self.ev(*init, at);
-                        let off = format_ident!("{}_off", ident);
-                        match e.ty.elem {
-                            Elem::Ptr(_) => quote!(#d::ptr_add(#base, #off)),
-                            _ => quote!(<#t as #d::Num>::add(#base, #off)),
-                        }
-                    }
-                    LocalKind::Materialized => {
-                        let m = MatVar { ident, elem: t, numel: self.numel(id), layout: self.layouts[*l] };
-                        self.read_mat(&m, at)
-                    }
-                }
-            }
+            ExprKind::Lit(l) => self.lit_code(l, &e.ty),
+            ExprKind::Local(l) => self.local_code(id, *l, at),
             ExprKind::ProgramId(a) => self.program_id_code(*a),
             // In an entry that may split its K loop, the programs along x are the split's.
             ExprKind::NumPrograms(0) if self.split.is_some() => quote!(#d::split_programs(__sk_dp, __sk_parts)),
@@ -343,31 +306,7 @@ impl DevGen<'_> {
                 let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));
                 quote!(if #vc { #va } else { #vb })
             }
-            ExprKind::Load { ptr, mask, other } => {
-                let other = || match other {
-                    Some(o) => self.operand(id, *o, at),
-                    None => quote!(<#t as ::core::default::Default>::default()),
-                };
-                let mask_at = || mask.map(|m| self.operand(id, m, at));
-                if matches!(at, At::Own) {
-                    let pre = self.prefetched.borrow().get(&id).cloned();
-                    if let Some((chunk, masked)) = pre {
-                        // A chunk read whole across the mask's edge: masked elements are `other`.
-                        return match mask_at().filter(|_| masked) {
-                            Some(vm) => {
-                                let o = other();
-                                quote!(if #vm { #chunk[__v] } else { #o })
-                            }
-                            None => quote!(#chunk[__v]),
-                        };
-                    }
-                }
-                let p = self.operand(id, *ptr, at);
-                let o = other();
-                let ok = self.in_bounds_code(*ptr, &quote!(__a), e.span.start);
-                let vm = mask_at().unwrap_or_else(|| quote!(true));
-                quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
-            }
+            ExprKind::Load { ptr, mask, other } => self.load_code(id, (*ptr, *mask, *other), at),
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {
                 let (vs, vo) = (self.operand(id, *seed, at), self.operand(id, *offset, at));
                 let (f, idx) = if *four {
@@ -378,32 +317,119 @@ impl DevGen<'_> {
                 };
                 quote!(::kernel_std::random::#f((#vs) as u64, #vo, #rounds)#idx)
             }
-            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => {
-                // Evaluated once per element: it is the whole value of its own `let`.
-                let p = self.operand(id, *ptr, at);
-                let v = self.operand(id, *val, at);
-                let ok = self.in_bounds_code(*ptr, &quote!(__a), e.span.start);
-                let vm = match mask {
-                    Some(m) => self.operand(id, *m, at),
-                    None => quote!(true),
-                };
-                let (sem, scope) = (*sem as u8, *scope as u8);
-                let f = format_ident!("{}", op.name());
-                let call = match cmp {
-                    Some(c) => {
-                        let vc = self.operand(id, *c, at);
-                        quote!(<#t as #d::AtomicElem>::cas::<#sem, #scope>(__a, #vc, #v))
-                    }
-                    None if matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) => quote!(<#t as #d::AtomicInt>::#f::<#sem, #scope>(__a, #v)),
-                    None => quote!(<#t as #d::AtomicElem>::#f::<#sem, #scope>(__a, #v)),
-                };
-                quote!({ let __a = #p; if #vm && #ok { #call } else { <#t as ::core::default::Default>::default() } })
-            }
+            ExprKind::Atomic { op, ptr, val, cmp, mask, sem, scope } => self.atomic_code(id, *op, (*ptr, *val, *cmp, *mask), (*sem, *scope), at),
             ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } => {
                 // Hoisted before the statement; reaching here is an internal error.
                 quote!(::core::unreachable!())
             }
         }
+    }
+
+    /// A literal of type `ty`.
+    fn lit_code(&self, l: &Lit, ty: &Ty) -> TokenStream {
+        let d = &self.d;
+        let t = self.elem(ty);
+        match (l, ty.dtype()) {
+            (Lit::Bool(b), _) => quote!(#b),
+            (Lit::Int(v), Some(DType::I32)) => {
+                let v = *v as i32;
+                quote!((#v))
+            }
+            (Lit::Int(v), Some(DType::I64)) => quote!((#v)),
+            (Lit::Int(v), _) => quote!(<#t as #d::Elem>::from_i64(#v)),
+            (Lit::Float(v), _) if v.is_finite() => quote!(<#t as #d::Elem>::from_f64(#v)),
+            (Lit::Float(v), _) => {
+                let f = if v.is_nan() {
+                    quote!(f64::NAN)
+                } else if *v > 0.0 {
+                    quote!(f64::INFINITY)
+                } else {
+                    quote!(f64::NEG_INFINITY)
+                };
+                quote!(<#t as #d::Elem>::from_f64(#f))
+            }
+        }
+    }
+
+    /// Local `l` as expression `id` reads it at `at`.
+    fn local_code(&self, id: ExprId, l: LocalId, at: &At) -> TokenStream {
+        let k = self.k;
+        let (e, d) = (&k.exprs[id], &self.d);
+        let t = self.elem(&e.ty);
+        let ident = crate::expand_cpu::local_ident(k, l);
+        match &self.kinds[l] {
+            LocalKind::Scalar => quote!(#ident),
+            LocalKind::Pure(init) | LocalKind::Inline(init) => self.ev(*init, at),
+            LocalKind::Affine(init) => {
+                let base = self.ev(*init, at);
+                let off = format_ident!("{}_off", ident);
+                match e.ty.elem {
+                    Elem::Ptr(_) => quote!(#d::ptr_add(#base, #off)),
+                    _ => quote!(<#t as #d::Num>::add(#base, #off)),
+                }
+            }
+            LocalKind::Materialized => {
+                let m = MatVar { ident, elem: t, numel: self.numel(id), layout: self.layouts[l] };
+                self.read_mat(&m, at)
+            }
+        }
+    }
+
+    /// Load `id` at `at`: its element where the mask holds and the address is in its buffer,
+    /// else `other` (a chunk read ahead whole is indexed instead).
+    fn load_code(&self, id: ExprId, (ptr, mask, other): (ExprId, Option<ExprId>, Option<ExprId>), at: &At) -> TokenStream {
+        let k = self.k;
+        let (e, d) = (&k.exprs[id], &self.d);
+        let t = self.elem(&e.ty);
+        let other = || match other {
+            Some(o) => self.operand(id, o, at),
+            None => quote!(<#t as ::core::default::Default>::default()),
+        };
+        let mask_at = || mask.map(|m| self.operand(id, m, at));
+        if matches!(at, At::Own) {
+            let pre = self.prefetched.borrow().get(&id).cloned();
+            if let Some((chunk, masked)) = pre {
+                // A chunk read whole across the mask's edge: masked elements are `other`.
+                return match mask_at().filter(|_| masked) {
+                    Some(vm) => {
+                        let o = other();
+                        quote!(if #vm { #chunk[__v] } else { #o })
+                    }
+                    None => quote!(#chunk[__v]),
+                };
+            }
+        }
+        let p = self.operand(id, ptr, at);
+        let o = other();
+        let ok = self.in_bounds_code(ptr, &quote!(__a), e.span.start);
+        let vm = mask_at().unwrap_or_else(|| quote!(true));
+        quote!({ let __a = #p; if #vm && #ok { #d::load(__a) } else { #o } })
+    }
+
+    /// Atomic `id` at `at` (the whole value of its own `let`: evaluated once per element).
+    fn atomic_code(&self, id: ExprId, op: AtomicOp, (ptr, val, cmp, mask): (ExprId, ExprId, Option<ExprId>, Option<ExprId>), (sem, scope): (Sem, Scope), at: &At) -> TokenStream {
+        let k = self.k;
+        let (e, d) = (&k.exprs[id], &self.d);
+        let t = self.elem(&e.ty);
+        // Evaluated once per element: it is the whole value of its own `let`.
+        let p = self.operand(id, ptr, at);
+        let v = self.operand(id, val, at);
+        let ok = self.in_bounds_code(ptr, &quote!(__a), e.span.start);
+        let vm = match mask {
+            Some(m) => self.operand(id, m, at),
+            None => quote!(true),
+        };
+        let (sem, scope) = (sem as u8, scope as u8);
+        let f = format_ident!("{}", op.name());
+        let call = match cmp {
+            Some(c) => {
+                let vc = self.operand(id, c, at);
+                quote!(<#t as #d::AtomicElem>::cas::<#sem, #scope>(__a, #vc, #v))
+            }
+            None if matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) => quote!(<#t as #d::AtomicInt>::#f::<#sem, #scope>(__a, #v)),
+            None => quote!(<#t as #d::AtomicElem>::#f::<#sem, #scope>(__a, #v)),
+        };
+        quote!({ let __a = #p; if #vm && #ok { #call } else { <#t as ::core::default::Default>::default() } })
     }
 
     /// `program_id(axis)` (an `i32`). In an entry that may split its K loop, the program along
