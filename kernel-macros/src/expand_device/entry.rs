@@ -66,7 +66,7 @@ pub fn entry(k: &Kernel, entry_name: &str, vals: &HashMap<String, i64>, num_warp
 
 /// The bodies of one entry: its plan and the code emitted from it, for each target it has a
 /// body for (Sm80 first).
-type Bodies<'a> = Vec<(DevicePlan<'a>, TokenStream, usize, Vec<TmaDesc>)>;
+type Bodies<'a> = Vec<(DevicePlan<'a>, TokenStream, usize)>;
 
 /// Plans and emits the body of each target of one entry: the `mma.sync` body every architecture
 /// but sm_90a runs, and, when a `dot` can use `wgmma`, the sm_90a body (alone for a split entry
@@ -80,9 +80,9 @@ fn bodies<'a>(k: &'a Kernel, inst: &plan::Instance<'a>) -> Result<Bodies<'a>, pl
         }
         let g = DevGen::new(&p);
         let body = g.body(&k.body);
-        let (smem, tma) = (g.smem_max.get(), g.tma.borrow().clone());
+        let smem = g.smem_max.get();
         drop(g);
-        out.push((p, body, smem, tma));
+        out.push((p, body, smem));
     }
     Ok(out)
 }
@@ -118,7 +118,6 @@ fn entry_fn(k: &Kernel, entry_name: &str, inst: &plan::Instance<'_>, only_target
     let name = format_ident!("{}", entry_name);
     // The tensor maps are the sm_90a plan's (the emitted body copies with exactly those).
     let tma = bodies.get(1).map(|b| b.0.tensor_maps.clone()).unwrap_or_default();
-    assert!(bodies.iter().all(|b| b.3 == b.0.tensor_maps), "internal error: a body's tensor maps are not its device plan's");
     let hidden = plan::abi::hidden_params(k, !tma.is_empty(), inst.split);
     let params: Vec<TokenStream> = params.chain(hidden.iter().map(|h| h.param(k))).collect();
     let split_bytes = bodies[0].0.split_loop.as_ref().map_or(0, |sl| 4 * bodies.iter().map(|b| b.0.split_floats(sl)).max().unwrap_or(0));

@@ -232,8 +232,6 @@ struct DevGen<'a> {
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
     prefetched: RefCell<HashMap<ExprId, (Ident, bool)>>,
-    /// Tensor maps the generated code copies with, in the order of their hidden-parameter slots.
-    tma: RefCell<Vec<TmaDesc>>,
     /// The code of the kernel's body after the loop being generated, when that loop is a
     /// top-level statement with no loop after it: the tensor-map version's `cp.async` fallback
     /// then runs it itself, out of line, and returns (`pipeline.rs`).
@@ -291,7 +289,6 @@ impl<'a> DevGen<'a> {
             iter_layout: Cell::new(Layout::Cyclic),
             counter: Cell::new(0),
             prefetched: RefCell::new(HashMap::new()),
-            tma: RefCell::new(vec![]),
             tail: RefCell::new(None),
         }
     }

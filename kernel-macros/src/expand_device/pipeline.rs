@@ -126,8 +126,7 @@ impl DevGen<'_> {
         let (mut proofs, mut all_proven) = (Vec::new(), true);
         // Operands copied by the tensor memory accelerator in a third version of the loop
         // (`tma.rs`): their maps, in the entry's order, and each operand's stagings.
-        let tma_base = self.tma.borrow().len();
-        assert_eq!(tma_base, plan.mem.first_map, "internal error: the pipelined loop's tensor maps are not in the slots the device plan gave them");
+        let tma_base = plan.mem.first_map;
         let mut tma_descs: Vec<TmaDesc> = Vec::new();
         let mut tma_opers: Vec<TmaOperand> = Vec::new();
         let tma_cands = &plan.mem.maps;
@@ -494,7 +493,8 @@ impl DevGen<'_> {
             let count = if b < stages { 1 } else { warps };
             quote!(#d::mbarrier_init(#d::smem_addr() + #at as u32, #count);)
         });
-        self.tma.borrow_mut().extend(tma_descs);
+        let first = plan.mem.first_map;
+        assert!(self.tensor_maps.get(first..first + tma_descs.len()) == Some(&tma_descs[..]), "internal error: the pipelined loop's tensor maps are not in the slots the device plan gave them");
         let body = quote! {
             if __tid == 0 {
                 #(#inits)*
