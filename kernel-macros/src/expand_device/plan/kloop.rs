@@ -91,19 +91,19 @@ impl DevicePlan<'_> {
             let invariant = matches!(k.exprs[x].kind, ExprKind::Local(l) if !k.locals[l].mutable && matches!(self.kinds[l], LocalKind::Materialized) && !inside.contains_key(&l));
             if invariant && !resident.iter().any(|o| o.x == x) {
                 resident.push(staged(op));
-                // Resident in an earlier loop too: its registers would live across that loop.
+                // Resident in earlier loops too, its registers would live across them: then every
+                // use of the local in a loop is staged from memory.
                 let local = |e: ExprId| match k.exprs[e].kind {
                     ExprKind::Local(l) => Some(l),
                     _ => None,
                 };
-                let earlier = self.loops.values().any(|s| matches!(s, Schedule::AsWritten { resident, .. } if resident.iter().any(|o| local(o.x) == local(x))));
-                if let Some(load) = self.reloadable(x).filter(|_| earlier) {
-                    // Every use of the local in a loop is staged from memory.
-                    let uses: Vec<ExprId> = self.loops.values().flat_map(|s| match s {
-                        Schedule::AsWritten { resident, .. } => resident.iter().map(|o| o.x).filter(|e| local(*e) == local(x)).collect(),
-                        Schedule::Pipelined(_) => vec![],
-                    }).collect();
-                    for e in uses.into_iter().chain([x]) {
+                let same_local = |e: ExprId| local(e) == local(x);
+                let earlier: Vec<ExprId> = self.loops.values().flat_map(|s| match s {
+                    Schedule::AsWritten { resident, .. } => resident.iter().map(|o| o.x).filter(|e| same_local(*e)).collect(),
+                    Schedule::Pipelined(_) => vec![],
+                }).collect();
+                if let Some(load) = self.reloadable(x).filter(|_| !earlier.is_empty()) {
+                    for e in earlier.into_iter().chain([x]) {
                         self.reloads.insert(e, load);
                     }
                 }
@@ -347,7 +347,8 @@ impl DevicePlan<'_> {
     fn reloadable(&self, x: ExprId) -> Option<ExprId> {
         let k = self.k;
         let ExprKind::Local(l) = k.exprs[x].kind else { return None };
-        let load = self.definition(&k.body, l).filter(|v| matches!(k.exprs[*v].kind, ExprKind::Load { .. }))?;
+        // An immutable local (resident operands are) has one value: its `let`'s.
+        let load = *assigned_values(k).get(&l)?.first().filter(|v| matches!(k.exprs[**v].kind, ExprKind::Load { .. }))?;
         // Evaluated again where the loop starts: only immutable locals may feed it.
         fn immutable(k: &Kernel, e: ExprId) -> bool {
             match &k.exprs[e].kind {
@@ -365,7 +366,7 @@ impl DevicePlan<'_> {
                 if reads && *wrote {
                     return false;
                 }
-                if !walk_bodies(p, s, l, wrote) {
+                if !s.bodies().into_iter().all(|b| walk(p, b, l, wrote)) {
                     return false;
                 }
                 if s.bodies().is_empty() && body_writes(p.k, std::slice::from_ref(s)) {
@@ -374,18 +375,7 @@ impl DevicePlan<'_> {
             }
             true
         }
-        fn walk_bodies(p: &DevicePlan<'_>, s: &Stmt, l: LocalId, wrote: &mut bool) -> bool {
-            s.bodies().into_iter().all(|b| walk(p, b, l, wrote))
-        }
         walk(self, &k.body, l, &mut false).then_some(load)
-    }
-
-    /// The value of the `let` that defines local `l` in `stmts` (nested bodies included).
-    fn definition(&self, stmts: &[Stmt], l: LocalId) -> Option<ExprId> {
-        stmts.iter().find_map(|s| match s {
-            Stmt::Let { local, value } if *local == l => Some(*value),
-            _ => s.bodies().into_iter().find_map(|b| self.definition(b, l)),
-        })
     }
 
     /// Whether evaluating `e` reads a block local held in registers (through the locals that are

@@ -153,13 +153,13 @@ impl DevicePlan<'_> {
         }
     }
 
-    /// The `load` an operand comes from (directly or through a single-use local).
     /// The `load` a `dot` operand is staged from: its own, or, for a resident operand that
     /// may be, the one that defines it (`reloads`).
     pub(crate) fn staged_load(&self, e: ExprId) -> Option<ExprId> {
         self.load_of(e).or_else(|| self.reloads.get(&e).copied())
     }
 
+    /// The `load` an operand comes from (directly or through a single-use local).
     pub(crate) fn load_of(&self, e: ExprId) -> Option<ExprId> {
         match &self.k.exprs[e].kind {
             ExprKind::Load { .. } => Some(e),
