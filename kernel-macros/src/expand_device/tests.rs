@@ -938,3 +938,27 @@ fn ifs_on_meta_parameters_keep_the_branch_taken() {
         assert_eq!(plan_of(k, vals, *warps, *stages, Target::Sm80).loops.len(), 1);
     }
 }
+
+#[test]
+fn elementwise_values_used_by_one_statement_are_evaluated_there() {
+    let src = "fn norm<const BLOCK: i32>(x: Ptr<f16>, w: Ptr<f16>, y: Ptr<f16>, c: Ptr<i32>, mean: f32) {
+        let i = arange(0, BLOCK);
+        let e = exp(load(w + i).to::<f32>());
+        let g = load(w + i).to::<f32>() * 3.0;
+        let old = atomic_add(c + i, 1);
+        let a = load(x + i).to::<f32>();
+        let b = a * 2.0 - mean;
+        store(y + i, (e + e + g + b * b).to::<f16>());
+    }";
+    let stored = |attr: &str| {
+        let (_, inst) = expand(attr, src);
+        let (k, vals, warps, stages) = &inst[0];
+        let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+        ["e", "g", "a", "b"].map(|n| matches!(p.kinds[k.locals.iter().position(|l| l.name == n).unwrap()], LocalKind::Materialized))
+    };
+    // `e` (with `exp`) is read twice, `g` (a load's) after an atomic: both are stored; `a` and
+    // `b`, which reads a load and is read twice by the store, are evaluated in the store.
+    assert_eq!(stored("BLOCK = [4096], num_warps = 4"), [true, true, false, false]);
+    // One chunk per thread: the values read from memory are stored (`b` is pure over them).
+    assert_eq!(stored("BLOCK = [1024], num_warps = 4"), [true, true, true, false]);
+}

@@ -373,7 +373,8 @@ impl fmt::Display for DevicePlan<'_> {
                 LocalKind::Scalar => "scalar".to_string(),
                 LocalKind::Pure(_) => "pure (evaluated at each use)".into(),
                 LocalKind::Affine(_) => "affine (initial value plus a scalar offset)".into(),
-                LocalKind::Inline(_) => "inline load (evaluated at its use)".into(),
+                LocalKind::Inline(v) if self.load_of(v).is_some() || matches!(k.exprs[v].kind, ExprKind::Cast(_)) => "inline load (evaluated at its use)".into(),
+                LocalKind::Inline(_) => "inline value (evaluated at its use)".into(),
                 LocalKind::Materialized => format!("materialized, {}", self.layouts[l]),
             };
             let root = self.ptr_roots[l].map(|p| format!(", from pointer parameter `{}`", k.params[p].name)).unwrap_or_default();

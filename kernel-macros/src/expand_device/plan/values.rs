@@ -8,8 +8,10 @@ pub(crate) enum LocalKind {
     Scalar,
     Pure(ExprId),
     Affine(ExprId),
-    /// A load used once, right after it is defined: evaluated at its use (so a `dot`
-    /// operand goes from global memory straight to shared memory).
+    /// A load used once, right after it is defined, or an elementwise value read by one
+    /// statement (see `single_use_loads`): evaluated at its use (so a `dot` operand goes from
+    /// global memory straight to shared memory, and a block of a memory-bound kernel takes no
+    /// registers before it is needed).
     Inline(ExprId),
     Materialized,
 }
@@ -59,25 +61,31 @@ impl DevicePlan<'_> {
         kinds
     }
 
-    /// Immutable block locals defined by a `load` (or, in blocks of several chunks per thread of
-    /// a kernel without `dot`, a conversion of one: read at its use, where its phase is split,
-    /// the value takes the registers of the loaded one until then), referenced exactly once, by a `let`,
-    /// assignment or store that follows their definition with only `let`s in between.
-    /// `uses`: how many expressions read each local.
+    /// Immutable block locals evaluated at their use rather than stored: those defined by a
+    /// `load`, referenced exactly once; and, in blocks of several chunks per thread of a kernel
+    /// without `dot`, those defined by any elementwise expression (a conversion of a load, the
+    /// arithmetic of layer norm's normalization...) whose uses are all in one statement, a
+    /// value with transcendental functions used once (where its phase is split, the value
+    /// takes no registers until then: a stored block of 32 values per thread takes 32). The
+    /// use is a `let`, assignment or store that follows the definition with only `let`s in
+    /// between. `uses`: how many expressions read each local.
     pub(crate) fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
         let mut out = Vec::new();
         let has_dots = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
-        let is_load = |v: ExprId| match &k.exprs[v].kind {
-            ExprKind::Load { .. } => true,
-            ExprKind::Cast(_) => !has_dots && is_cast_load(k, v) && {
-                let n: usize = self.shapes[v].iter().product();
-                self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
-            },
-            _ => false,
+        let chunked = |v: ExprId| {
+            let n: usize = self.shapes[v].iter().product();
+            self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
+        };
+        // Whether the value `v` of a local read `n` times may be evaluated at its use.
+        let is_load = |v: ExprId, n: usize| match &k.exprs[v].kind {
+            ExprKind::Load { .. } => n == 1,
+            _ if has_dots || !chunked(v) => false,
+            ExprKind::Cast(_) if is_cast_load(k, v) => n == 1,
+            _ => self.is_elementwise(v) && (n == 1 || !self.has_transcendental(v, &[])),
         };
         #[allow(clippy::too_many_arguments)]
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId, usize) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
                 for b in s.bodies() {
                     scan(k, b, uses, lets, assigns, is_load, out);
@@ -85,8 +93,8 @@ impl DevicePlan<'_> {
                 match s {
                     Stmt::Let { local, value } => {
                         let l = *local;
-                        let is_load = is_load(*value);
-                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                        let is_load = is_load(*value, uses[l]);
+                        if !is_load || uses[l] == 0 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
                             continue;
                         }
                         for later in &stmts[i + 1..] {
@@ -99,11 +107,17 @@ impl DevicePlan<'_> {
                                 }
                                 _ => break,
                             };
-                            if roots.iter().any(|r| uses_local(k, *r, l)) {
-                                out.push(l);
+                            let n: usize = roots.iter().map(|r| count_uses(k, *r, l)).sum();
+                            if n > 0 {
+                                // Every use is in this statement.
+                                if n == uses[l] {
+                                    out.push(l);
+                                }
                                 break;
                             }
-                            if !matches!(later, Stmt::Let { .. }) {
+                            // Not moved past another statement, nor past an atomic, which may
+                            // change the memory it reads.
+                            if !matches!(later, Stmt::Let { value, .. } if !has_atomic(k, *value)) {
                                 break;
                             }
                         }
@@ -114,6 +128,16 @@ impl DevicePlan<'_> {
         }
         scan(k, &k.body, uses, lets, assigns, &is_load, &mut out);
         out
+    }
+
+    /// Whether `e` computes each element from the same element of its operands (loads
+    /// included), without shared memory: no `dot`, reduction, scan or atomic, no reshaping.
+    pub(crate) fn is_elementwise(&self, e: ExprId) -> bool {
+        let kind = &self.k.exprs[e].kind;
+        match kind {
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } | ExprKind::Reshape(_) => false,
+            _ => kind.operands().into_iter().all(|c| self.is_elementwise(c)),
+        }
     }
 
     pub(crate) fn is_pure(&self, e: ExprId, kinds: &[LocalKind]) -> bool {
@@ -212,6 +236,22 @@ impl DevicePlan<'_> {
     /// The pointer parameter the pointer block `ptr` is computed from.
     pub(crate) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
         self.root_with(ptr, &self.ptr_roots, usize::MAX)
+    }
+}
+
+/// Whether evaluating `e` runs an atomic.
+fn has_atomic(k: &Kernel, e: ExprId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Atomic { .. } => true,
+        other => other.operands().into_iter().any(|c| has_atomic(k, c)),
+    }
+}
+
+/// How many times expression `e` reads local `l`.
+fn count_uses(k: &Kernel, e: ExprId, l: LocalId) -> usize {
+    match &k.exprs[e].kind {
+        ExprKind::Local(x) => usize::from(*x == l),
+        other => other.operands().into_iter().map(|c| count_uses(k, c, l)).sum(),
     }
 }
 

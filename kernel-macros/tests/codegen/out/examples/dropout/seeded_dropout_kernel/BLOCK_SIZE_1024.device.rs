@@ -29,7 +29,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
     let __lane: usize = __tid % 32;
     let __warp: usize = __tid / 32;
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
-    let mut output_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
+    ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
       let mut __ok: bool = true;
       let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
@@ -97,6 +97,91 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               )
           }
             | {
+              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0)) as i32),
+              );
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              );
+              let __c5 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+                && <i32 as ::kernel_std::__private::device::Num>::ge(
+                  __x3,
+                  __c5,
+                )
+            })
+          & ({
+            let __s0 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+              ),
+            );
+            let __s1 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+              ),
+            );
+            let __s2 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+              ),
+            );
+            let __s3 = ::kernel_std::__private::device::ptr_add(
+              __p_output_ptr,
+              <i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  ::kernel_std::__private::device::program_id(0u32),
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+              ),
+            );
+            ((__s0 as usize) % 4 == 0
+              && (((0i64).wrapping_add(1i64)) == 1i64
+                && (__s3 as usize) == (__s0 as usize) + 12usize)
+              && ::kernel_std::__private::device::fits(
+                __s0,
+                __p_output_ptr,
+                __len_output_ptr,
+                4usize,
+              ))
+          }
+            | {
               let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
@@ -127,7 +212,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
       __ok
     };
     if __vfast {
-      let mut __ld3_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -137,7 +222,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = {
+          let __ld6: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::add(
@@ -193,7 +278,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               >(
                 __q0,
                 !{
-                  let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -202,7 +287,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -211,14 +296,14 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c9 = __p_n_elements;
+                  let __c12 = __p_n_elements;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x11,
+                    __x10,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x7,
-                      __c9,
+                      __x10,
+                      __c12,
                     )
                 },
                 [
@@ -229,7 +314,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -238,7 +323,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -247,11 +332,11 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c6 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
+              let __c9 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x5,
-                  __c6,
+                  __x8,
+                  __c9,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
@@ -376,7 +461,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          __ld3_all[__jc] = __ld3;
+          __ld6_all[__jc] = __ld6;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -386,7 +471,10 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = __ld3_all[__jc];
+          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
+          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
+          let mut __sm: [bool; 4usize] = [false; 4usize];
+          let __ld6: [f32; 4usize] = __ld6_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -395,7 +483,19 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
             |__v: usize| {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              output_4[__j] = if <f32 as ::kernel_std::__private::device::Num>::gt(
+              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((__f) as i32),
+                ),
+              );
+              __sv[__v] = if <f32 as ::kernel_std::__private::device::Num>::gt(
                 ::kernel_std::random::rand_rounds(
                   (__p_seed) as u64,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -424,7 +524,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     __p_n_elements,
                   ) {
-                    __ld3[__v]
+                    __ld6[__v]
                   } else {
                     <f32 as ::core::default::Default>::default()
                   },
@@ -440,236 +540,6 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                   0f64,
                 )
               };
-            },
-          );
-        },
-      );
-    } else {
-      ::core::hint::cold_path();
-      output_4 = ::kernel_std::__private::device::inline_call(
-        #[inline(always)]
-        move || {
-          let __vfast: bool = false;
-          let mut output_4 = output_4;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            for __v in 0..::kernel_std::__private::device::opaque_usize(
-              4usize,
-            ) {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              output_4[__j] = if <f32 as ::kernel_std::__private::device::Num>::gt(
-                ::kernel_std::random::rand_rounds(
-                  (__p_seed) as u64,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    <i32 as ::kernel_std::__private::device::Num>::mul(
-                      ::kernel_std::__private::device::program_id(0u32),
-                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                        1024i64,
-                      ),
-                    ),
-                    (0i32).wrapping_add((__f) as i32),
-                  ),
-                  10u32,
-                ),
-                __p_p,
-              ) {
-                <f32 as ::kernel_std::__private::device::Num>::div(
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      __p_x_ptr,
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        <i32 as ::kernel_std::__private::device::Num>::mul(
-                          ::kernel_std::__private::device::program_id(0u32),
-                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                            1024i64,
-                          ),
-                        ),
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_n_elements,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    }
-                  },
-                  <f32 as ::kernel_std::__private::device::Num>::sub(
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      1f64,
-                    ),
-                    __p_p,
-                  ),
-                )
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              };
-            }
-            __jc += 1;
-          }
-          output_4
-        },
-      );
-    }
-    ::kernel_std::__private::device::bar_sync();
-    let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            ((__s0 as usize) % 4 == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c12 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x11,
-                __x10,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __c12,
-                )
-            });
-        __jc += 1;
-      }
-      __ok
-    };
-    if __vfast {
-      ::kernel_std::__private::device::unroll::<
-        2usize,
-        _,
-      >(
-        #[inline(always)]
-        |__jc: usize| {
-          let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-          let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-          let mut __sm: [bool; 4usize] = [false; 4usize];
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__v: usize| {
-              let __j: usize = __jc * 4usize + __v;
-              let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
-                __p_output_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::add(
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    ::kernel_std::__private::device::program_id(0u32),
-                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                      1024i64,
-                    ),
-                  ),
-                  (0i32).wrapping_add((__f) as i32),
-                ),
-              );
-              __sv[__v] = output_4[__j];
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -835,7 +705,75 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                   (0i32).wrapping_add((__f) as i32),
                 ),
               );
-              __sv[__v] = output_4[__j];
+              __sv[__v] = if <f32 as ::kernel_std::__private::device::Num>::gt(
+                ::kernel_std::random::rand_rounds(
+                  (__p_seed) as u64,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add((__f) as i32),
+                  ),
+                  10u32,
+                ),
+                __p_p,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::div(
+                  {
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_x_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            1024i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        <i32 as ::kernel_std::__private::device::Num>::mul(
+                          ::kernel_std::__private::device::program_id(0u32),
+                          <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                            1024i64,
+                          ),
+                        ),
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_n_elements,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      1f64,
+                    ),
+                    __p_p,
+                  ),
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
               __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(

@@ -409,7 +409,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         <f32 as ::core::default::Default>::default()
       }
     };
-    let mut xhat_16: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let mut xhat_18: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
       let mut __ok: bool = true;
       let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
@@ -653,33 +653,42 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             |__v: usize| {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    __ld13[__v]
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
-                  mean_14,
-                ),
-                rstd_15,
-              );
+              xhat_18[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    ) {
+                      __ld13[__v]
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    mean_14,
+                  ),
+                  rstd_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
             },
           );
         },
       );
     } else {
       ::core::hint::cold_path();
-      xhat_16 = ::kernel_std::__private::device::inline_call(
+      xhat_18 = ::kernel_std::__private::device::inline_call(
         #[inline(always)]
         move || {
           let __vfast: bool = false;
-          let mut xhat_16 = xhat_16;
+          let mut xhat_18 = xhat_18;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             4usize,
           );
@@ -691,46 +700,55 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             ) {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              xhat_16[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                <f32 as ::kernel_std::__private::device::Num>::sub(
-                  {
-                    let __a = ::kernel_std::__private::device::ptr_add(
-                      x_row_3,
-                      (0i32).wrapping_add((__f) as i32),
-                    );
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      (0i32).wrapping_add((__f) as i32),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __a,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        4u32,
-                        ::core::line!(),
-                      )
+              xhat_18[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
                     {
-                      ::kernel_std::__private::device::load(__a)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        x_row_3,
+                        (0i32).wrapping_add((__f) as i32),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        (0i32).wrapping_add((__f) as i32),
+                        __p_N,
                       )
-                    }
-                  },
-                  mean_14,
-                ),
-                rstd_15,
-              );
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          4u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      }
+                    },
+                    mean_14,
+                  ),
+                  rstd_15,
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
             }
             __jc += 1;
           }
-          xhat_16
+          xhat_18
         },
       );
     }
-    let mut wdy_17: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+    let mut wdy_19: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
       let mut __ok: bool = true;
       let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
@@ -958,28 +976,37 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             |__v: usize| {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                if <i32 as ::kernel_std::__private::device::Num>::lt(
-                  (0i32).wrapping_add((__f) as i32),
-                  __p_N,
-                ) {
-                  __ld23[__v]
-                } else {
-                  <f32 as ::core::default::Default>::default()
-                },
-                dy_12[__j],
-              );
+              wdy_19[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    (0i32).wrapping_add((__f) as i32),
+                    __p_N,
+                  ) {
+                    __ld23[__v]
+                  } else {
+                    <f32 as ::core::default::Default>::default()
+                  },
+                  dy_12[__j],
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
             },
           );
         },
       );
     } else {
       ::core::hint::cold_path();
-      wdy_17 = ::kernel_std::__private::device::inline_call(
+      wdy_19 = ::kernel_std::__private::device::inline_call(
         #[inline(always)]
         move || {
           let __vfast: bool = false;
-          let mut wdy_17 = wdy_17;
+          let mut wdy_19 = wdy_19;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
             4usize,
           );
@@ -991,37 +1018,46 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             ) {
               let __j: usize = __jc * 4usize + __v;
               let __f: usize = __f0 + __v;
-              wdy_17[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_w_ptr,
-                    (0i32).wrapping_add((__f) as i32),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_w_ptr,
-                      __len_w_ptr,
-                      __fault,
-                      __tag,
-                      5u32,
-                      ::core::line!(),
-                    )
+              wdy_19[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                (0i32).wrapping_add((__f) as i32),
+                __p_N,
+              ) {
+                <f32 as ::kernel_std::__private::device::Num>::mul(
                   {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  }
-                },
-                dy_12[__j],
-              );
+                    let __a = ::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      (0i32).wrapping_add((__f) as i32),
+                    );
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      (0i32).wrapping_add((__f) as i32),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __a,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        5u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__a)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    }
+                  },
+                  dy_12[__j],
+                )
+              } else {
+                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                  0f64,
+                )
+              };
             }
             __jc += 1;
           }
-          wdy_17
+          wdy_19
         },
       );
     }
@@ -1044,26 +1080,8 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             let __j: usize = __jc * 4usize + __v;
             let __f: usize = __f0 + __v;
             let __x = <f32 as ::kernel_std::__private::device::Num>::mul(
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                xhat_16[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                wdy_17[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
+              xhat_18[__j],
+              wdy_19[__j],
             );
             let __i: usize = {
               const __L: [usize; 16usize] = [
@@ -1196,16 +1214,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           |__v: usize| {
             let __j: usize = __jc * 4usize + __v;
             let __f: usize = __f0 + __v;
-            let __x = if <i32 as ::kernel_std::__private::device::Num>::lt(
-              (0i32).wrapping_add((__f) as i32),
-              __p_N,
-            ) {
-              wdy_17[__j]
-            } else {
-              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                0f64,
-              )
-            };
+            let __x = wdy_19[__j];
             let __i: usize = {
               const __L: [usize; 16usize] = [
                 0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
@@ -1396,28 +1405,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               );
               __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    wdy_17[__j]
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
+                  wdy_19[__j],
                   <f32 as ::kernel_std::__private::device::Num>::add(
                     <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_N,
-                      ) {
-                        xhat_16[__j]
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
+                      xhat_18[__j],
                       c1_20,
                     ),
                     c2_21,
@@ -1576,28 +1567,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               );
               __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::mul(
                 <f32 as ::kernel_std::__private::device::Num>::sub(
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    (0i32).wrapping_add((__f) as i32),
-                    __p_N,
-                  ) {
-                    wdy_17[__j]
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  },
+                  wdy_19[__j],
                   <f32 as ::kernel_std::__private::device::Num>::add(
                     <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        (0i32).wrapping_add((__f) as i32),
-                        __p_N,
-                      ) {
-                        xhat_16[__j]
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
+                      xhat_18[__j],
                       c1_20,
                     ),
                     c2_21,
@@ -1751,16 +1724,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
             let __f: usize = __f0 + __v;
             partial_dw_23[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
               dy_12[__j],
-              if <i32 as ::kernel_std::__private::device::Num>::lt(
-                (0i32).wrapping_add((__f) as i32),
-                __p_N,
-              ) {
-                xhat_16[__j]
-              } else {
-                <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                  0f64,
-                )
-              },
+              xhat_18[__j],
             );
           },
         );

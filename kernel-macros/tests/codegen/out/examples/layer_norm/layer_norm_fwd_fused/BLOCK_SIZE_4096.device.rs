@@ -632,7 +632,6 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
-        let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
           let mut __ok: bool = true;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
@@ -932,14 +931,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 |__v: usize| {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
                       if <i32 as ::kernel_std::__private::device::Num>::lt(
                         <i32 as ::kernel_std::__private::device::Num>::add(
                           off_9,
@@ -947,30 +941,68 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld14[__v]
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld14[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
+                        )
                       } else {
                         <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
                         )
                       },
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_9,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld14[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
+                  );
                 },
               );
             },
           );
         } else {
           ::core::hint::cold_path();
-          x_12 = ::kernel_std::__private::device::inline_call(
+          _var_8 = ::kernel_std::__private::device::inline_call(
             #[inline(always)]
             move || {
               let __vfast: bool = false;
-              let mut x_12 = x_12;
+              let mut _var_8 = _var_8;
               let __nc: usize = ::kernel_std::__private::device::opaque_usize(
                 4usize,
               );
@@ -982,86 +1014,112 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ) {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          {
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          },
+                          mean_7,
                         )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
                       },
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          {
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          },
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
+                  );
                 }
                 __jc += 1;
               }
-              x_12
+              _var_8
             },
           );
         }
-        ::kernel_std::__private::device::unroll::<
-          4usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            ::kernel_std::__private::device::unroll::<
-              4usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 4usize + __v;
-                let __f: usize = __f0 + __v;
-                _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  _var_8[__j],
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    x_12[__j],
-                    x_12[__j],
-                  ),
-                );
-              },
-            );
-          },
-        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -1252,7 +1310,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_15: i32 = __i;
-        let mut x_hat_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
           let mut __ok: bool = true;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
@@ -1302,352 +1360,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   )
               }
                 | {
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c24 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x23,
-                    __x22,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x22,
-                      __c24,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld25_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld25: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c31 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x30,
-                        __x29,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x29,
-                          __c31,
-                        )
-                    },
-                    [
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
                   let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c28 = __p_N;
+                  let __c27 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x27,
                     __x26,
+                    __x25,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x27,
-                      __c28,
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x25,
+                      __c27,
                     )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              __ld25_all[__jc] = __ld25;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld25: [f32; 4usize] = __ld25_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        __ld25[__v]
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                      mean_7,
-                    ),
-                    rstd_14,
-                  );
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          x_hat_21 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut x_hat_21 = x_hat_21;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                4usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      },
-                      mean_7,
-                    ),
-                    rstd_14,
-                  );
-                }
-                __jc += 1;
-              }
-              x_hat_21
-            },
-          );
-        }
-        let mut y_22: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
+                })
               & ({
                 let __q0 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
@@ -1688,22 +1418,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   )
               }
                 | {
-                  let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c34 = __p_N;
+                  let __c30 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x33,
-                    __x32,
+                    __x29,
+                    __x28,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x32,
-                      __c34,
+                      __x28,
+                      __c30,
                     )
                 })
               & ({
@@ -1746,6 +1476,173 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   )
               }
                 | {
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c33 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x32,
+                    __x31,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x31,
+                      __c33,
+                    )
+                })
+              & ({
+                let __s0 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __s1 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __s2 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __s3 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s3 as usize) == (__s0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    4usize,
+                  ))
+              }
+                | {
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c24 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x23,
+                    __x22,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x22,
+                      __c24,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld34_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld41_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld48_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            4usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld34: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
+                    4usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c40 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x39,
+                        __x38,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x38,
+                          __c40,
+                        )
+                    },
+                    [
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
                   let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1759,30 +1656,122 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x36,
                     __x35,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x35,
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x36,
                       __c37,
                     )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld38_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld45_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld38: [f32; 4usize] = {
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q3 as usize) == (__q0 as usize) + 12usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    4usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    f32,
+                    4usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              let __ld41: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1818,22 +1807,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c44 = __p_N;
+                      let __c47 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x43,
-                        __x42,
+                        __x46,
+                        __x45,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x42,
-                          __c44,
+                          __x45,
+                          __c47,
                         )
                     },
                     [
@@ -1844,22 +1833,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c41 = __p_N;
+                  let __c44 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x40,
-                    __x39,
+                    __x43,
+                    __x42,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x40,
-                      __c41,
+                      __x43,
+                      __c44,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1964,7 +1953,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              let __ld45: [f32; 4usize] = {
+              let __ld48: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2000,22 +1989,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c51 = __p_N;
+                      let __c54 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x50,
-                        __x49,
+                        __x53,
+                        __x52,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x49,
-                          __c51,
+                          __x52,
+                          __c54,
                         )
                     },
                     [
@@ -2026,22 +2015,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c48 = __p_N;
+                  let __c51 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x47,
-                    __x46,
+                    __x50,
+                    __x49,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x47,
-                      __c48,
+                      __x50,
+                      __c51,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2146,221 +2135,11 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld38_all[__jc] = __ld38;
-              __ld45_all[__jc] = __ld45;
+              __ld34_all[__jc] = __ld34;
+              __ld41_all[__jc] = __ld41;
+              __ld48_all[__jc] = __ld48;
             },
           );
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld38: [f32; 4usize] = __ld38_all[__jc];
-              let __ld45: [f32; 4usize] = __ld45_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                4usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_hat_21[__j],
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        __ld38[__v]
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      },
-                    ),
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add((__f) as i32),
-                      ),
-                      __p_N,
-                    ) {
-                      __ld45[__v]
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  );
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          y_22 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut y_22 = y_22;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                4usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  4usize,
-                ) {
-                  let __j: usize = __jc * 4usize + __v;
-                  let __f: usize = __f0 + __v;
-                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_hat_21[__j],
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fault,
-                            __tag,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                    ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                }
-                __jc += 1;
-              }
-              y_22
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c54 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x53,
-                    __x52,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x52,
-                      __c54,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -2371,6 +2150,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
               let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
               let mut __sm: [bool; 4usize] = [false; 4usize];
+              let __ld34: [f32; 4usize] = __ld34_all[__jc];
+              let __ld41: [f32; 4usize] = __ld41_all[__jc];
+              let __ld48: [f32; 4usize] = __ld48_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -2386,7 +2168,51 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
-                  __sv[__v] = y_22[__j];
+                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld34[__v]
+                          } else {
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              0f64,
+                            )
+                          },
+                          mean_7,
+                        ),
+                        rstd_14,
+                      ),
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld41[__v]
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      },
+                    ),
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add((__f) as i32),
+                      ),
+                      __p_N,
+                    ) {
+                      __ld48[__v]
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                  );
                   __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
@@ -2542,7 +2368,108 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
-                  __sv[__v] = y_22[__j];
+                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          {
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          },
+                          mean_7,
+                        ),
+                        rstd_14,
+                      ),
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_w_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_w_ptr,
+                            __len_w_ptr,
+                            __fault,
+                            __tag,
+                            2u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <f32 as ::core::default::Default>::default()
+                        }
+                      },
+                    ),
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_b_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_15,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_b_ptr,
+                          __len_b_ptr,
+                          __fault,
+                          __tag,
+                          3u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                  );
                   __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,

@@ -800,7 +800,6 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
-        let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
           let mut __ok: bool = true;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
@@ -1260,50 +1259,88 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 |__v: usize| {
                   let __j: usize = __jc * 8usize + __v;
                   let __f: usize = __f0 + __v;
-                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            ) {
+                              __ld14[__v]
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
                           ),
-                          __p_N,
-                        ) {
-                          __ld14[__v]
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ),
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >(
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            ) {
+                              __ld14[__v]
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            },
+                          ),
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
+                  );
                 },
               );
             },
           );
         } else {
           ::core::hint::cold_path();
-          x_12 = ::kernel_std::__private::device::inline_call(
+          _var_8 = ::kernel_std::__private::device::inline_call(
             #[inline(always)]
             move || {
               let __vfast: bool = false;
-              let mut x_12 = x_12;
+              let mut _var_8 = _var_8;
               let __nc: usize = ::kernel_std::__private::device::opaque_usize(
                 2usize,
               );
@@ -1315,89 +1352,118 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 ) {
                   let __j: usize = __jc * 8usize + __v;
                   let __f: usize = __f0 + __v;
-                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_9,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  ) {
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_9,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
+                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                    _var_8[__j],
+                    <f32 as ::kernel_std::__private::device::Num>::mul(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          }),
+                          mean_7,
                         )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      }),
-                      mean_7,
-                    )
-                  } else {
-                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                      0f64,
-                    )
-                  };
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              x_row_1,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_9,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
+                            )
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_x_ptr,
+                                __len_x_ptr,
+                                __fault,
+                                __tag,
+                                0u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                0f64,
+                              )
+                            }
+                          }),
+                          mean_7,
+                        )
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                    ),
+                  );
                 }
                 __jc += 1;
               }
-              x_12
+              _var_8
             },
           );
         }
-        ::kernel_std::__private::device::unroll::<
-          2usize,
-          _,
-        >(
-          #[inline(always)]
-          |__jc: usize| {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            ::kernel_std::__private::device::unroll::<
-              8usize,
-              _,
-            >(
-              #[inline(always)]
-              |__v: usize| {
-                let __j: usize = __jc * 8usize + __v;
-                let __f: usize = __f0 + __v;
-                _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                  _var_8[__j],
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    x_12[__j],
-                    x_12[__j],
-                  ),
-                );
-              },
-            );
-          },
-        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
@@ -1588,7 +1654,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_15: i32 = __i;
-        let mut x_hat_21: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
+        ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
           let mut __ok: bool = true;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
@@ -1666,492 +1732,24 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   )
               }
                 | {
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c24 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x23,
-                    __x22,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x22,
-                      __c24,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld25_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld25: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x30 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c31 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x30,
-                        __x29,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x29,
-                          __c31,
-                        )
-                    },
-                    [
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
                   let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c28 = __p_N;
+                  let __c27 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x27,
                     __x26,
+                    __x25,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x27,
-                      __c28,
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x25,
+                      __c27,
                     )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              __ld25_all[__jc] = __ld25;
-            },
-          );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld25: [::kernel_std::__private::device::F16; 8usize] = __ld25_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ld25[__v]
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        },
-                      ),
-                      mean_7,
-                    ),
-                    rstd_14,
-                  );
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          x_hat_21 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut x_hat_21 = x_hat_21;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                ) {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  x_hat_21[__j] = <f32 as ::kernel_std::__private::device::Num>::mul(
-                    <f32 as ::kernel_std::__private::device::Num>::sub(
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          x_row_1,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_x_ptr,
-                            __len_x_ptr,
-                            __fault,
-                            __tag,
-                            0u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                            0f64,
-                          )
-                        }
-                      }),
-                      mean_7,
-                    ),
-                    rstd_14,
-                  );
-                }
-                __jc += 1;
-              }
-              x_hat_21
-            },
-          );
-        }
-        let mut y_22: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
-        let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            __ok = __ok
+                })
               & ({
                 let __q0 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
@@ -2220,22 +1818,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   )
               }
                 | {
-                  let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x33 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c34 = __p_N;
+                  let __c30 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x33,
-                    __x32,
+                    __x29,
+                    __x28,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x32,
-                      __c34,
+                      __x28,
+                      __c30,
                     )
                 })
               & ({
@@ -2306,6 +1904,241 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   )
               }
                 | {
+                  let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x32 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c33 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x32,
+                    __x31,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x31,
+                      __c33,
+                    )
+                })
+              & ({
+                let __s0 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __s1 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __s2 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __s3 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __s4 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __s5 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __s6 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __s7 = ::kernel_std::__private::device::ptr_add(
+                  y_row_2,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                ((__s0 as usize) % 4 == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__s7 as usize) == (__s0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __s0,
+                    __p_y_ptr,
+                    __len_y_ptr,
+                    8usize,
+                  ))
+              }
+                | {
+                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c24 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x23,
+                    __x22,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::ge(
+                      __x22,
+                      __c24,
+                    )
+                });
+            __jc += 1;
+          }
+          __ok
+        };
+        if __vfast {
+          let mut __ld34_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld41_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld48_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
+            2usize,
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld34: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                  ),
+                );
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                  ),
+                );
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                  ),
+                );
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  ),
+                );
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                  ),
+                );
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                  ),
+                );
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                  ),
+                );
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
+                  x_row_1,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  ),
+                );
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c40 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x39,
+                        __x38,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x38,
+                          __c40,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
                   let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -2319,30 +2152,214 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x36,
                     __x35,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x35,
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x36,
                       __c37,
                     )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld38_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld45_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld38: [::kernel_std::__private::device::F16; 8usize] = {
+                } && (__q0 as usize) % 16usize == 0
+                  && (((0i64).wrapping_add(1i64)) == 1i64
+                    && (__q7 as usize) == (__q0 as usize) + 14usize)
+                  && ::kernel_std::__private::device::fits(
+                    __q0,
+                    __p_x_ptr,
+                    __len_x_ptr,
+                    8usize,
+                  )
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              let __ld41: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2406,22 +2423,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c44 = __p_N;
+                      let __c47 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x43,
-                        __x42,
+                        __x46,
+                        __x45,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x42,
-                          __c44,
+                          __x45,
+                          __c47,
                         )
                     },
                     [
@@ -2436,22 +2453,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x40 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c41 = __p_N;
+                  let __c44 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x40,
-                    __x39,
+                    __x43,
+                    __x42,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x40,
-                      __c41,
+                      __x43,
+                      __c44,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2640,7 +2657,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              let __ld45: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld48: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -2704,22 +2721,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_15,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c51 = __p_N;
+                      let __c54 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x50,
-                        __x49,
+                        __x53,
+                        __x52,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x49,
-                          __c51,
+                          __x52,
+                          __c54,
                         )
                     },
                     [
@@ -2734,22 +2751,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x47 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c48 = __p_N;
+                  let __c51 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x47,
-                    __x46,
+                    __x50,
+                    __x49,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x47,
-                      __c48,
+                      __x50,
+                      __c51,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2938,265 +2955,11 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld38_all[__jc] = __ld38;
-              __ld45_all[__jc] = __ld45;
+              __ld34_all[__jc] = __ld34;
+              __ld41_all[__jc] = __ld41;
+              __ld48_all[__jc] = __ld48;
             },
           );
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld38: [::kernel_std::__private::device::F16; 8usize] = __ld38_all[__jc];
-              let __ld45: [::kernel_std::__private::device::F16; 8usize] = __ld45_all[__jc];
-              ::kernel_std::__private::device::unroll::<
-                8usize,
-                _,
-              >(
-                #[inline(always)]
-                |__v: usize| {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_hat_21[__j],
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >(
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        ) {
-                          __ld38[__v]
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        },
-                      ),
-                    ),
-                    ::kernel_std::__private::device::cast::<
-                      ::kernel_std::__private::device::F16,
-                      f32,
-                    >(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        __ld45[__v]
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      },
-                    ),
-                  );
-                },
-              );
-            },
-          );
-        } else {
-          ::core::hint::cold_path();
-          y_22 = ::kernel_std::__private::device::inline_call(
-            #[inline(always)]
-            move || {
-              let __vfast: bool = false;
-              let mut y_22 = y_22;
-              let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-                2usize,
-              );
-              let mut __jc: usize = 0;
-              while __jc < __nc {
-                let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                for __v in 0..::kernel_std::__private::device::opaque_usize(
-                  8usize,
-                ) {
-                  let __j: usize = __jc * 8usize + __v;
-                  let __f: usize = __f0 + __v;
-                  y_22[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      x_hat_21[__j],
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fault,
-                            __tag,
-                            2u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        }
-                      }),
-                    ),
-                    ::kernel_std::__private::device::cast::<
-                      ::kernel_std::__private::device::F16,
-                      f32,
-                    >({
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                      }
-                    }),
-                  );
-                }
-                __jc += 1;
-              }
-              y_22
-            },
-          );
-        }
-        ::kernel_std::__private::device::bar_sync();
-        let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            __ok = __ok
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __s4 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __s5 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __s6 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __s7 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s7 as usize) == (__s0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c54 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x53,
-                    __x52,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x52,
-                      __c54,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
           ::kernel_std::__private::device::unroll::<
             2usize,
             _,
@@ -3207,6 +2970,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
               let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
               let mut __sm: [bool; 8usize] = [false; 8usize];
+              let __ld34: [::kernel_std::__private::device::F16; 8usize] = __ld34_all[__jc];
+              let __ld41: [::kernel_std::__private::device::F16; 8usize] = __ld41_all[__jc];
+              let __ld48: [::kernel_std::__private::device::F16; 8usize] = __ld48_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -3225,7 +2991,68 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   __sv[__v] = ::kernel_std::__private::device::cast::<
                     f32,
                     ::kernel_std::__private::device::F16,
-                  >(y_22[__j]);
+                  >(
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >(
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              ) {
+                                __ld34[__v]
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              },
+                            ),
+                            mean_7,
+                          ),
+                          rstd_14,
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >(
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          ) {
+                            __ld41[__v]
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          },
+                        ),
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >(
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        ) {
+                          __ld48[__v]
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        },
+                      ),
+                    ),
+                  );
                   __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
@@ -3475,7 +3302,119 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   __sv[__v] = ::kernel_std::__private::device::cast::<
                     f32,
                     ::kernel_std::__private::device::F16,
-                  >(y_22[__j]);
+                  >(
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >({
+                              let __a = ::kernel_std::__private::device::ptr_add(
+                                x_row_1,
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                              );
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_15,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_N,
+                              )
+                                && ::kernel_std::__private::device::in_bounds(
+                                  __a,
+                                  __p_x_ptr,
+                                  __len_x_ptr,
+                                  __fault,
+                                  __tag,
+                                  0u32,
+                                  ::core::line!(),
+                                )
+                              {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            }),
+                            mean_7,
+                          ),
+                          rstd_14,
+                        ),
+                        ::kernel_std::__private::device::cast::<
+                          ::kernel_std::__private::device::F16,
+                          f32,
+                        >({
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            __p_w_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_w_ptr,
+                              __len_w_ptr,
+                              __fault,
+                              __tag,
+                              2u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                          }
+                        }),
+                      ),
+                      ::kernel_std::__private::device::cast::<
+                        ::kernel_std::__private::device::F16,
+                        f32,
+                      >({
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          __p_b_ptr,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_15,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_b_ptr,
+                            __len_b_ptr,
+                            __fault,
+                            __tag,
+                            3u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                        }
+                      }),
+                    ),
+                  );
                   __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
