@@ -64,6 +64,41 @@ struct PipeCx<'p> {
 /// The code of chunk `jc`'s base pointer in the K loop.
 type ChunkPtr<'a> = Box<dyn Fn(usize) -> TokenStream + 'a>;
 
+/// The code of a pipelined loop's operands (see `DevGen::pipe_operands`).
+#[derive(Default)]
+struct PipeOperands {
+    /// Before the loop: each operand's chunk set-up and, where it has one, its bounds proof.
+    pre: Vec<TokenStream>,
+    /// Per operand, the copies of iteration `__it` into buffer `__buf`: checked, and proven in
+    /// bounds; and the same for the staging as written (every operand along its rows).
+    issue_ops: Vec<TokenStream>,
+    fast_ops: Vec<TokenStream>,
+    issue_rows: Vec<TokenStream>,
+    fast_rows: Vec<TokenStream>,
+    /// Widened operands: each thread's widening of its chunks, per operand.
+    widen_ops: Vec<TokenStream>,
+    /// The flags of the operands' bounds proofs, and whether every operand has one.
+    proofs: Vec<TokenStream>,
+    all_proven: bool,
+    /// The operands copied by the tensor memory accelerator in a third version of the loop
+    /// (`tma.rs`): each operand's stagings, and their maps in the entry's order.
+    tma_opers: Vec<TmaOperand>,
+    tma_descs: Vec<TmaDesc>,
+}
+
+/// The tensor cores' product of one iteration of a pipelined loop (see `DevGen::pipe_product`).
+struct PipeProduct {
+    /// Before the loop: `wgmma`'s operand descriptors, built once for buffer 0.
+    desc_setup: TokenStream,
+    /// One iteration's product, and (`wgmma`) the wait for it.
+    compute: TokenStream,
+    finish: TokenStream,
+    /// The shared addresses of the A and B tiles the tensor cores read: `wgmma`'s (buffer 0,
+    /// see `desc_setup`) and `mma.sync`'s (buffer `__cb`).
+    wg_tiles: (TokenStream, TokenStream),
+    sync_tiles: (TokenStream, TokenStream),
+}
+
 /// The tensor-map copy of one operand (sm_90a) in one staging: per iteration, the code of its
 /// copies (thread 0) and of the fix-up of masked elements (every thread).
 struct TmaOp {
@@ -108,81 +143,26 @@ impl DevGen<'_> {
         let k = self.k;
         let d = &self.d;
         let Layout::Mma { wg, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
-        let kk = plan.kk;
         let smem = self.pipe_smem(plan);
-        let PipeSmem { tiles: PipeTiles { widen, f16_a, f16_pair, tile_a, stage_bytes }, f16_off, stages, base_off, .. } = smem;
-        let fence = smem.fence.clone();
+        let (stages, widen, fence) = (smem.stages, smem.tiles.widen, smem.fence.clone());
         let scope = self.enter_iteration(0, Layout::Cyclic);
-
         let var_id = crate::expand_cpu::local_ident(k, var);
         let var_t = self.elem(&k.locals[var].ty);
         let cx = PipeCx { plan, var, var_id: var_id.clone(), var_t: var_t.clone(), wg, smem };
-        let mut pre = Vec::new();
-        let mut issue_ops = Vec::new();
-        let mut fast_ops = Vec::new();
-        // The copies of the staging as written (every operand along its rows).
-        let (mut issue_rows, mut fast_rows) = (Vec::new(), Vec::new());
-        let mut widen_ops: Vec<TokenStream> = Vec::new();
-        let (mut proofs, mut all_proven) = (Vec::new(), true);
-        // Operands copied by the tensor memory accelerator in a third version of the loop
-        // (`tma.rs`): their maps, in the entry's order, and each operand's stagings.
-        let tma_base = plan.mem.first_map;
-        let mut tma_descs: Vec<TmaDesc> = Vec::new();
-        let mut tma_opers: Vec<TmaOperand> = Vec::new();
-        let tma_cands = &plan.mem.maps;
-        let mut rows_before = 0usize;
-        for (oi, op) in plan.ops.iter().enumerate() {
-            let tma = tma_cands.get(oi).cloned().unwrap_or_default();
-            let c = self.pipe_operand(&cx, oi, op, tma, tma_base + tma_descs.len(), &mut rows_before);
-            pre.extend(c.pre);
-            widen_ops.extend(c.widen);
-            match c.proof {
-                Some(inb) => proofs.push(quote!(#inb)),
-                None => all_proven = false,
-            }
-            tma_opers.extend(c.tma);
-            tma_descs.extend(c.maps);
-            let (ir, fr) = c.as_written.unwrap_or_else(|| (c.issue.clone(), c.fast.clone()));
-            issue_rows.push(ir);
-            fast_rows.push(fr);
-            issue_ops.push(c.issue);
-            fast_ops.push(c.fast);
-        }
+        let ops = self.pipe_operands(&cx);
         // The plan pipelines no operand that reads values held in registers.
         assert!(self.leave_iteration(scope).is_empty(), "internal error: a pipelined loop's operand reads values through shared memory");
-        let step_final: Vec<TokenStream> = plan
-            .steps
-            .iter()
-            .map(|(l, _, _)| {
-                let name = format_ident!("__st{}", l);
-                let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
-                quote!(#lo += __n * #name;)
-            })
-            .collect();
+        let step_final = self.steps_after(plan);
         let acc = crate::expand_cpu::local_ident(k, plan.acc);
-        // `wgmma` runs asynchronously: it is issued before the next stage's copies and waited
-        // for after them, so the tensor cores work while the threads issue the copies. Its
-        // operand descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
-        // The tiles the tensor cores read: the stages', or (widened operands) the two f16 tiles.
-        let (c_base, c_stride, c_a) = if widen { (f16_off, f16_pair, f16_a) } else { (base_off, stage_bytes, tile_a) };
-        let (sa_wg, sb_wg) = (quote!(#d::smem_addr() + #c_base as u32), quote!(#d::smem_addr() + (#c_base + #c_a) as u32));
-        // `mma.sync`: the tiles of buffer `__cb`.
-        let (sa, sb) = (
-            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
-            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
-        );
-        let (desc_setup, compute, finish) = if wg {
-            self.wgmma_compute(plan.a, plan.layout, kk, &acc, (sa_wg.clone(), sb_wg.clone()), Some(c_stride), [Staging::Rows; 2])
-        } else {
-            (quote!(), self.mma_versions(plan, &acc, (sa.clone(), sb.clone())), quote!())
-        };
+        let product = self.pipe_product(&cx, &acc);
         let (s, e, st) = (self.ev(start, &At::Own), self.ev(end, &At::Own), self.ev(step, &At::Own));
-        let lc = LoopCode { stages, wg, fence, compute, finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };
+        let PipeOperands { mut pre, issue_ops, fast_ops, issue_rows, fast_rows, widen_ops, proofs, all_proven, tma_opers, tma_descs } = ops;
+        let lc = LoopCode { stages, wg, fence, compute: product.compute, finish: product.finish, widen: widen.then_some(widen_ops), var_id, var_t, issue_ops, fast_ops, proofs };
         // With transposable operands, a second loop for the staging as written: the code it has
         // without the choice, run when no operand is transposed.
         let cols: Vec<Ident> = plan.ops.iter().enumerate().filter(|(_, o)| o.transposable).map(|(oi, _)| format_ident!("__cols{}", oi)).collect();
         let as_written = (!cols.is_empty()).then(|| {
-            let compute = self.mma_compute(plan.a, plan.layout, kk, &acc, (sa.clone(), sb.clone()), [Staging::Rows; 2]);
+            let compute = self.mma_compute(plan.a, plan.layout, plan.kk, &acc, product.sync_tiles.clone(), [Staging::Rows; 2]);
             LoopCode { compute, issue_ops: issue_rows, fast_ops: fast_rows, ..lc.clone() }
         });
         // Loop versioning: when every thread proved before the loop that all its chunks stay in
@@ -196,52 +176,14 @@ impl DevGen<'_> {
         let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &lc.var_t)).unzip();
         let (body, inval) = if use_tma {
             let after = (step_final.as_slice(), split_after.as_ref());
-            self.tma_body(&cx, &lc, (tma_opers, tma_descs, pre), (&acc, &sa_wg, &sb_wg), after)
+            let (sa_wg, sb_wg) = &product.wg_tiles;
+            self.tma_body(&cx, &lc, (tma_opers, tma_descs, pre), (&acc, sa_wg, sb_wg), after)
         } else {
-            let flag = proven.then(|| self.alloc(16));
-            let versions = |lc: &LoopCode| match flag {
-                Some(flag) => {
-                    let cp_async = self.cp_async_versions(lc, flag);
-                    quote! {
-                        let __w: u32 = #d::smem_addr() + #flag as u32;
-                        if __tid == 0 {
-                            #d::store(__smem.add(#flag) as *mut u32, 1u32);
-                        }
-                        #d::bar_sync();
-                        #cp_async
-                    }
-                }
-                None => self.cp_async_loop(lc, &lc.issue_ops),
-            };
-            let body = match &as_written {
-                Some(rows) => {
-                    let (general, rows) = (versions(&lc), versions(rows));
-                    quote!(if false #(|| #cols)* { #general } else { #rows })
-                }
-                None => versions(&lc),
-            };
-            (body, quote!())
+            (self.cp_async_body(&lc, as_written.as_ref(), &cols, proven), quote!())
         };
-        let step_defs = plan.steps.iter().map(|(l, st, sub)| {
-            let name = format_ident!("__st{}", l);
-            let v = self.ev(*st, &At::Own);
-            let t = self.elem(&k.exprs[*st].ty);
-            let neg = if *sub { quote!(-) } else { quote!() };
-            quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
-        });
-        let var_t = &lc.var_t;
+        let (bounds, step_defs, desc_setup) = (trip_count(&lc.var_t, (&s, &e, &st)), self.step_defs(plan), &product.desc_setup);
         quote! {{
-            let __start: #var_t = #s;
-            let __end: #var_t = #e;
-            let __step: #var_t = #st;
-            let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
-            let __n: i64 = if __t64 > 0 && __e64 > __s64 {
-                (__e64 - __s64 + __t64 - 1) / __t64
-            } else if __t64 < 0 && __e64 < __s64 {
-                (__s64 - __e64 - __t64 - 1) / (-__t64)
-            } else {
-                0
-            };
+            #bounds
             #split_range
             #(#step_defs)*
             #(#pre_out)*
@@ -253,6 +195,116 @@ impl DevGen<'_> {
             #(#step_final)*
             #split_after
         }}
+    }
+
+    /// The code of the operands of the pipelined loop `cx`, operand by operand (see
+    /// [`PipeOperands`]).
+    fn pipe_operands(&self, cx: &PipeCx<'_>) -> PipeOperands {
+        let plan = cx.plan;
+        let mut ops = PipeOperands { all_proven: true, ..PipeOperands::default() };
+        let mut rows_before = 0usize;
+        for (oi, op) in plan.ops.iter().enumerate() {
+            let tma = plan.mem.maps.get(oi).cloned().unwrap_or_default();
+            let c = self.pipe_operand(cx, oi, op, tma, plan.mem.first_map + ops.tma_descs.len(), &mut rows_before);
+            ops.pre.extend(c.pre);
+            ops.widen_ops.extend(c.widen);
+            match c.proof {
+                Some(inb) => ops.proofs.push(quote!(#inb)),
+                None => ops.all_proven = false,
+            }
+            ops.tma_opers.extend(c.tma);
+            ops.tma_descs.extend(c.maps);
+            let (ir, fr) = c.as_written.unwrap_or_else(|| (c.issue.clone(), c.fast.clone()));
+            ops.issue_rows.push(ir);
+            ops.fast_rows.push(fr);
+            ops.issue_ops.push(c.issue);
+            ops.fast_ops.push(c.fast);
+        }
+        ops
+    }
+
+    /// The product of an iteration of the pipelined loop `cx` into the accumulator `acc`, from
+    /// the tiles the tensor cores read: the stages', or (widened operands) the two f16 tiles.
+    /// `wgmma` runs asynchronously: it is issued before the next stage's copies and waited for
+    /// after them, so the tensor cores work while the threads issue the copies. Its operand
+    /// descriptors are built once, for buffer 0 (`desc_setup`, before the loop).
+    fn pipe_product(&self, cx: &PipeCx<'_>, acc: &Ident) -> PipeProduct {
+        let d = &self.d;
+        let plan = cx.plan;
+        let PipeSmem { tiles: PipeTiles { widen, f16_a, f16_pair, tile_a, stage_bytes }, f16_off, base_off, .. } = cx.smem;
+        let (c_base, c_stride, c_a) = if widen { (f16_off, f16_pair, f16_a) } else { (base_off, stage_bytes, tile_a) };
+        let wg_tiles = (quote!(#d::smem_addr() + #c_base as u32), quote!(#d::smem_addr() + (#c_base + #c_a) as u32));
+        // `mma.sync`: the tiles of buffer `__cb`.
+        let sync_tiles = (
+            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride) as u32),
+            quote!(#d::smem_addr() + (#c_base + __cb * #c_stride + #c_a) as u32),
+        );
+        let (desc_setup, compute, finish) = if cx.wg {
+            self.wgmma_compute(plan.a, plan.layout, plan.kk, acc, wg_tiles.clone(), Some(c_stride), [Staging::Rows; 2])
+        } else {
+            (quote!(), self.mma_versions(plan, acc, sync_tiles.clone()), quote!())
+        };
+        PipeProduct { desc_setup, compute, finish, wg_tiles, sync_tiles }
+    }
+
+    /// The `cp.async` versions of the loop: where every operand has a bounds proof (`proven`),
+    /// the proven and the checked versions, chosen by the bounds vote (`cp_async_versions`),
+    /// else the checked loop alone; with transposable operands (flags `cols`), the same again
+    /// for the staging as written (`as_written`), run when no operand is transposed.
+    fn cp_async_body(&self, lc: &LoopCode, as_written: Option<&LoopCode>, cols: &[Ident], proven: bool) -> TokenStream {
+        let d = &self.d;
+        let flag = proven.then(|| self.alloc(16));
+        let versions = |lc: &LoopCode| match flag {
+            Some(flag) => {
+                let cp_async = self.cp_async_versions(lc, flag);
+                quote! {
+                    let __w: u32 = #d::smem_addr() + #flag as u32;
+                    if __tid == 0 {
+                        #d::store(__smem.add(#flag) as *mut u32, 1u32);
+                    }
+                    #d::bar_sync();
+                    #cp_async
+                }
+            }
+            None => self.cp_async_loop(lc, &lc.issue_ops),
+        };
+        match as_written {
+            Some(rows) => {
+                let (general, rows) = (versions(lc), versions(rows));
+                quote!(if false #(|| #cols)* { #general } else { #rows })
+            }
+            None => versions(lc),
+        }
+    }
+
+    /// Before the loop: the step per iteration of each affine pointer local that the loop
+    /// `plan` steps (`__st<l>`, in elements, negated where it is subtracted).
+    fn step_defs(&self, plan: &PipePlan) -> Vec<TokenStream> {
+        let (k, d) = (self.k, &self.d);
+        plan.steps
+            .iter()
+            .map(|(l, st, sub)| {
+                let name = format_ident!("__st{}", l);
+                let v = self.ev(*st, &At::Own);
+                let t = self.elem(&k.exprs[*st].ty);
+                let neg = if *sub { quote!(-) } else { quote!() };
+                quote!(let #name: i64 = #neg #d::cast::<#t, i64>(#v);)
+            })
+            .collect()
+    }
+
+    /// After the loop: each affine pointer local that the loop `plan` steps advanced by its
+    /// `__n` steps.
+    fn steps_after(&self, plan: &PipePlan) -> Vec<TokenStream> {
+        let k = self.k;
+        plan.steps
+            .iter()
+            .map(|(l, _, _)| {
+                let name = format_ident!("__st{}", l);
+                let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, *l));
+                quote!(#lo += __n * #name;)
+            })
+            .collect()
     }
 
     /// The `mma.sync` product of an iteration of `plan`'s loop, from shared addresses `sa` and
@@ -699,5 +751,23 @@ impl DevGen<'_> {
             }}
         };
         (fill, main, ahead)
+    }
+}
+
+/// The loop's bounds (`s`, `e` and `st`, of the loop variable's type `var_t`: `__start`,
+/// `__end`, `__step`) and its trip count `__n`.
+fn trip_count(var_t: &TokenStream, (s, e, st): (&TokenStream, &TokenStream, &TokenStream)) -> TokenStream {
+    quote! {
+        let __start: #var_t = #s;
+        let __end: #var_t = #e;
+        let __step: #var_t = #st;
+        let (__s64, __e64, __t64) = (__start as i64, __end as i64, __step as i64);
+        let __n: i64 = if __t64 > 0 && __e64 > __s64 {
+            (__e64 - __s64 + __t64 - 1) / __t64
+        } else if __t64 < 0 && __e64 < __s64 {
+            (__s64 - __e64 - __t64 - 1) / (-__t64)
+        } else {
+            0
+        };
     }
 }

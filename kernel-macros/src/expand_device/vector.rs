@@ -575,7 +575,7 @@ impl DevGen<'_> {
     /// analysis cannot tell (the store then tests every pair) or when the fast path would read
     /// another thread's values (it must not hold barriers: `__sfast` differs between threads).
     fn mma_store_fast(&self, numel: usize, layout: Layout, ptr: ExprId, value: ExprId, mask: Option<ExprId>) -> Option<(TokenStream, TokenStream)> {
-        let Layout::Mma { wn, tm, tn, n, wg, .. } = layout else { return None };
+        let Layout::Mma { tn, n, wg, .. } = layout else { return None };
         let d = &self.d;
         let k = self.k;
         let ty = &k.exprs[value].ty;
@@ -591,13 +591,48 @@ impl DevGen<'_> {
             self.cursor.set(saved.0);
             self.smem_max.set(saved.1);
         };
-        // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
-        // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`.
         // 16-bit values in groups of four 8-column tiles are stored 16 bytes at a time: the four
         // lanes of a quad (one row) exchange their column pairs (`quad_transpose`), so the test
         // covers the quad's whole row, `c - 2 * (lane % 4)` on, and is taken warp-wide (the
         // exchange needs every lane).
         let wide = size == 2 && tn % 4 == 0;
+        let Some((firsts, tests)) = self.mma_store_rows(layout, ptr, mask, wide, size, bytes) else {
+            self.leave_iteration(scope);
+            restore();
+            return None;
+        };
+        let val = self.operand(ptr, value, &At::Own);
+        // The value of slot `j`, written once as a closure `__val` (bound in front of the
+        // stores below) and called with each constant slot (`store_slot`).
+        let flat = Self::mma_flat_at(layout, &quote!(__j));
+        let value_fn = quote! {
+            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> #e { let __v: usize = __j % 2; let __f: usize = #flat; #val });
+        };
+        let via_smem = (wide && wg && self.target.has_wgmma()).then(|| self.mma_store_via_smem(layout, ptr, &e, &vt));
+        let groups = self.mma_store_groups(layout, &firsts, wide, &e, &vt);
+        if !self.leave_iteration(scope).is_empty() {
+            restore();
+            return None;
+        }
+        let all = quote!(true #(&& #tests)*);
+        let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
+        match via_smem {
+            Some(code) => Some((setup, quote!(#value_fn #code))),
+            None => Some((setup, quote!(#value_fn #(#groups)*))),
+        }
+    }
+
+    /// Per row that this thread writes of the store through `ptr` in the `mma` layout `layout`
+    /// (two per `t_m`): the address of its first column, and the test that its span is
+    /// contiguous, aligned to `bytes` (16 when `wide`: the quad's whole row), inside the buffer
+    /// and all masked in (`size`: the element's bytes). `None` when the analysis cannot tell.
+    fn mma_store_rows(&self, layout: Layout, ptr: ExprId, mask: Option<ExprId>, wide: bool, size: usize, bytes: usize) -> Option<(Vec<TokenStream>, Vec<TokenStream>)> {
+        let Layout::Mma { tm, tn, .. } = layout else { return None };
+        let d = &self.d;
+        let vt = self.elem(&self.k.exprs[ptr].ty);
+        // Row `ri` of this thread (rows `t_m * 2 + r / 2` in `mma_flat`'s terms) spans slots
+        // `[t_m * tn * 4 + (ri % 2) * 2, ... + (tn - 1) * 4 + 1]`: columns `c .. c + span`
+        // (wide: from the quad's first column, `c - 2 * (lane % 4)`).
         let (span, bytes, back) = if wide { (tn * 8 - 1, 16, quote!((__lane % 4) * 2)) } else { ((tn - 1) * 8 + 1, bytes, quote!(0usize)) };
         let rows = 2 * tm;
         let mut firsts = Vec::new();
@@ -617,11 +652,7 @@ impl DevGen<'_> {
                     self.chunk_all(m, mv, &self.sub_at(ptr, m, &at0), &self.sub_at(ptr, m, &at1))
                 }
             };
-            let (Some(step), Some(all)) = (step, all) else {
-                self.leave_iteration(scope);
-                restore();
-                return None;
-            };
+            let (Some(step), Some(all)) = (step, all) else { return None };
             let (p0, p1) = (self.ev(ptr, &at0), self.ev(ptr, &at1));
             let fits = self.fits_code(ptr, &quote!(__pa), span + 1);
             let diff = span * size;
@@ -633,65 +664,67 @@ impl DevGen<'_> {
                 #step == 1i64 && (__pz as usize).wrapping_sub(__pa as usize) == #diff && (__pa as usize) % #bytes == 0 && #fits && #all
             }));
         }
-        let val = self.operand(ptr, value, &At::Own);
-        // The value of slot `j`, written once as a closure `__val` (bound in front of the
-        // stores below) and called with each constant slot.
-        let flat = Self::mma_flat_at(layout, &quote!(__j));
-        let value_fn = quote! {
-            let __val = #d::inline_fn(#[inline(always)] |__j: usize| -> #e { let __v: usize = __j % 2; let __f: usize = #flat; #val });
-        };
-        let at_slot = |j: usize| quote!(__val(#j));
-        // Per `t_m`: its two row pointers, then its stores. Wide: per row and group of four tiles
-        // one exchange and one 16-byte store (lane `q` stores tile `4 g + q`); else one store per
-        // column pair, in slot order.
-        // On sm_90 (`wgmma` layouts), 16-bit values go through shared memory instead: each warp
-        // writes its 16 rows with `stmatrix` (four 8x8 matrices per instruction, straight from
-        // the accumulator order), then reads them back row by row, 16 bytes per lane, and
-        // stores whole rows: no exchange between lanes, and a warp's store covers up to 512
-        // contiguous bytes of a row. Each warp has its own region (rows padded by 16 bytes so
-        // that the eight rows of a matrix fall in different banks), so the path needs no block
-        // barrier; it runs where every row the warp writes passed the test.
-        let via_smem = (wide && wg && self.target.has_wgmma()).then(|| {
-            let warps = self.threads / 32;
-            let pitch = tn * 16 + 16;
-            let region = 16 * pitch;
-            let base = self.alloc(warps * region);
-            let (wtm, wtn) = (tm * 64, tn * 8);
-            let total = 16 * tn;
-            let passes = total.div_ceil(32);
-            (0..tm)
-                .map(|t_m| {
-                    let stm = (0..tn / 2).map(|g| {
-                        let words = [(2 * g, 0), (2 * g, 1), (2 * g + 1, 0), (2 * g + 1, 1)].map(|(t_n, rr)| {
-                            let j = t_m * tn * 4 + t_n * 4 + rr * 2;
-                            let (lo, hi) = (at_slot(j), at_slot(j + 1));
-                            quote!(#d::pack2::<#e>(#lo, #hi))
-                        });
-                        let col = 2 * g * 16;
-                        quote!(#d::stmatrix_x4(__sw + ((((__lane / 8) % 2) * 8 + __lane % 8) * #pitch + #col + (__lane / 16) * 16) as u32, [#(#words),*]);)
+        Some((firsts, tests))
+    }
+
+    /// The wide stores of 16-bit values (element `e`, pointers `vt`) on sm_90 (`wgmma` layouts),
+    /// through shared memory instead of an exchange between lanes: each warp writes its 16 rows
+    /// with `stmatrix` (four 8x8 matrices per instruction, straight from the accumulator order),
+    /// then reads them back row by row, 16 bytes per lane, and stores whole rows: a warp's store
+    /// covers up to 512 contiguous bytes of a row. Each warp has its own region (rows padded by
+    /// 16 bytes so that the eight rows of a matrix fall in different banks), so the path needs no
+    /// block barrier; it runs where every row the warp writes passed the test.
+    fn mma_store_via_smem(&self, layout: Layout, ptr: ExprId, e: &TokenStream, vt: &TokenStream) -> TokenStream {
+        let Layout::Mma { wn, tm, tn, n, .. } = layout else { unreachable!("an mma store has an mma layout") };
+        let d = &self.d;
+        let warps = self.threads / 32;
+        let pitch = tn * 16 + 16;
+        let region = 16 * pitch;
+        let base = self.alloc(warps * region);
+        let (wtm, wtn) = (tm * 64, tn * 8);
+        let total = 16 * tn;
+        let passes = total.div_ceil(32);
+        (0..tm)
+            .map(|t_m| {
+                let stm = (0..tn / 2).map(|g| {
+                    let words = [(2 * g, 0), (2 * g, 1), (2 * g + 1, 0), (2 * g + 1, 1)].map(|(t_n, rr)| {
+                        let j = t_m * tn * 4 + t_n * 4 + rr * 2;
+                        let (lo, hi) = (store_slot(j), store_slot(j + 1));
+                        quote!(#d::pack2::<#e>(#lo, #hi))
                     });
-                    let flat = quote!((((__warp / 4) / #wn) * #wtm + #t_m * 64 + (__warp % 4) * 16 + __row) * #n + ((__warp / 4) % #wn) * #wtn);
-                    let row_first = self.ev(ptr, &At::Flat(flat));
-                    quote! {
-                        #(#stm)*
-                        #d::warp_sync();
-                        for __q in 0..#passes {
-                            let __qi: usize = __q * 32 + __lane;
-                            if __qi < #total {
-                                let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
-                                let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
-                                let __p: #vt = #row_first;
-                                #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
-                            }
+                    let col = 2 * g * 16;
+                    quote!(#d::stmatrix_x4(__sw + ((((__lane / 8) % 2) * 8 + __lane % 8) * #pitch + #col + (__lane / 16) * 16) as u32, [#(#words),*]);)
+                });
+                let flat = quote!((((__warp / 4) / #wn) * #wtm + #t_m * 64 + (__warp % 4) * 16 + __row) * #n + ((__warp / 4) % #wn) * #wtn);
+                let row_first = self.ev(ptr, &At::Flat(flat));
+                quote! {
+                    #(#stm)*
+                    #d::warp_sync();
+                    for __q in 0..#passes {
+                        let __qi: usize = __q * 32 + __lane;
+                        if __qi < #total {
+                            let (__row, __ch): (usize, usize) = (__qi / #tn, __qi % #tn);
+                            let __v: [u32; 4] = #d::ld_shared_v4(__sw + (__row * #pitch + __ch * 16) as u32);
+                            let __p: #vt = #row_first;
+                            #d::store_vec::<u32, 4>(__p.wrapping_add(__ch * 8) as *mut u32, __v);
                         }
-                        #d::warp_sync();
                     }
-                })
-                .collect::<Vec<TokenStream>>()
-                .into_iter()
-                .fold(quote!(let __sw: u32 = #d::smem_addr() + (#base + __warp * #region) as u32;), |acc, t| quote!(#acc #t))
-        });
-        let groups: Vec<TokenStream> = (0..tm)
+                    #d::warp_sync();
+                }
+            })
+            .collect::<Vec<TokenStream>>()
+            .into_iter()
+            .fold(quote!(let __sw: u32 = #d::smem_addr() + (#base + __warp * #region) as u32;), |acc, t| quote!(#acc #t))
+    }
+
+    /// The stores of the fast path from registers (element `e`, pointers `vt`), per `t_m`: its
+    /// two row pointers (`firsts`), then its stores. `wide`: per row and group of four tiles one
+    /// exchange and one 16-byte store (lane `q` stores tile `4 g + q`); else one store per column
+    /// pair, in slot order.
+    fn mma_store_groups(&self, layout: Layout, firsts: &[TokenStream], wide: bool, e: &TokenStream, vt: &TokenStream) -> Vec<TokenStream> {
+        let Layout::Mma { tm, tn, .. } = layout else { unreachable!("an mma store has an mma layout") };
+        let d = &self.d;
+        (0..tm)
             .map(|t_m| {
                 let (a, b) = (&firsts[2 * t_m], &firsts[2 * t_m + 1]);
                 let stores: Vec<TokenStream> = if wide {
@@ -700,7 +733,7 @@ impl DevGen<'_> {
                         .map(|(rr, g)| {
                             let words = (0..4).map(|t| {
                                 let j = t_m * tn * 4 + (4 * g + t) * 4 + rr * 2;
-                                let (lo, hi) = (at_slot(j), at_slot(j + 1));
+                                let (lo, hi) = (store_slot(j), store_slot(j + 1));
                                 quote!(#d::pack2::<#e>(#lo, #hi))
                             });
                             let col = 32 * g;
@@ -717,7 +750,7 @@ impl DevGen<'_> {
                             let j = t_m * tn * 4 + t_n * 4 + rr * 2;
                             let col = t_n * 8;
                             let copies = (0..2).map(|i| {
-                                let slot = at_slot(j + i);
+                                let slot = store_slot(j + i);
                                 quote!(__sv[#i] = #slot;)
                             });
                             quote!({
@@ -730,16 +763,11 @@ impl DevGen<'_> {
                 };
                 quote!({ let __pr: [#vt; 2] = [#a, #b]; #(#stores)* })
             })
-            .collect();
-        if !self.leave_iteration(scope).is_empty() {
-            restore();
-            return None;
-        }
-        let all = quote!(true #(&& #tests)*);
-        let setup = if wide { quote!(let __sfast: bool = #d::warp_all(#all);) } else { quote!(let __sfast: bool = #all;) };
-        match via_smem {
-            Some(code) => Some((setup, quote!(#value_fn #code))),
-            None => Some((setup, quote!(#value_fn #(#groups)*))),
-        }
+            .collect()
     }
+}
+
+/// The value of slot `j` in the fast path of an `mma` store: a call of its closure `__val`.
+fn store_slot(j: usize) -> TokenStream {
+    quote!(__val(#j))
 }

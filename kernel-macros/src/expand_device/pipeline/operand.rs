@@ -29,50 +29,113 @@ pub(super) struct OperandCode {
     pub(super) maps: Vec<TmaDesc>,
 }
 
+/// What the parts of one operand's code share (see `DevGen::pipe_operand`).
+struct OpCx<'o> {
+    oi: usize,
+    op: &'o PipeOp,
+    /// The element type, and its size in bytes.
+    e: TokenStream,
+    size: usize,
+    /// The block's threads, the operand's 8-element chunks, and how many of them a thread copies.
+    threads: usize,
+    chunks: usize,
+    per_thread: usize,
+    /// The operand's rows, and the elements of a row.
+    rows: usize,
+    inner: usize,
+    /// A transposable operand's staging, chosen before the loop (`__cols<oi>`): its chunks run
+    /// along the rows or, transposed, down the columns.
+    cols: Option<Ident>,
+    /// The offset of iteration `__it` from the chunks' bases: its name (`__off<oi>`) and code.
+    off: Ident,
+    off_expr: TokenStream,
+    /// Where the operand's tile starts in buffer 0, and the bytes of a buffer.
+    tile_off: usize,
+    stage_bytes: usize,
+    /// Whether the operand is widened (copied raw, 8 bytes a chunk).
+    widen: bool,
+    layout: Layout,
+}
+
+impl OpCx<'_> {
+    /// The row-major flat index of element `i` of the chunk that starts at `__f0` in staging
+    /// `o`'s order.
+    fn flat_in(&self, o: Staging, i: TokenStream) -> TokenStream {
+        let (rows, inner) = (self.rows, self.inner);
+        match o {
+            Staging::Rows => quote!((__f0 + #i)),
+            Staging::Cols => quote!(((__f0 % #rows + #i) * #inner + __f0 / #rows)),
+        }
+    }
+
+    /// [`Self::flat_in`] in the staging chosen before the loop (a branch on `__cols<oi>` for a
+    /// transposable operand).
+    fn flat(&self, i: TokenStream) -> TokenStream {
+        match &self.cols {
+            None => self.flat_in(Staging::Rows, i),
+            Some(c) => {
+                let (r, cl) = (self.flat_in(Staging::Rows, i.clone()), self.flat_in(Staging::Cols, i));
+                quote!((if #c { #cl } else { #r }))
+            }
+        }
+    }
+
+    /// Where the chunk that starts at `__f0` goes in its tile (in elements), in staging `o`.
+    fn s0_in(&self, o: Staging) -> TokenStream {
+        match o {
+            Staging::Rows => Tile::of(self.layout, self.rows, self.inner).index(quote!(__f0)),
+            Staging::Cols => Tile::of(self.layout, self.inner, self.rows).index(quote!(__f0)),
+        }
+    }
+
+    /// Where a chunk goes in its stage (in bytes): its place in the swizzled f16 tile, or a
+    /// widened operand's raw chunk `__c`.
+    fn so_in(&self, o: Staging) -> TokenStream {
+        let s0 = self.s0_in(o);
+        if self.widen { quote!((__c * 8)) } else { quote!((#s0) * 2) }
+    }
+
+    /// `body` for this thread's chunk `jc` (see [`chunk_guard`]).
+    fn guard(&self, jc: usize, body: TokenStream) -> TokenStream {
+        chunk_guard(self.threads, self.chunks, jc, body)
+    }
+
+    /// The operand's copies of iteration `__it` into buffer `__buf`, from this thread's chunk
+    /// copies along the rows (`rows`) and, for a transposable operand, down the columns
+    /// (`cols_chunks`), branching on the staging chosen before the loop (uniform).
+    fn copies(&self, rows: &TokenStream, cols_chunks: Option<TokenStream>) -> TokenStream {
+        let (off, off_expr, tile_off, stage_bytes) = (&self.off, &self.off_expr, self.tile_off, self.stage_bytes);
+        let chunks = match (&self.cols, cols_chunks) {
+            (Some(c), Some(cc)) => quote!(if #c { #cc } else { #rows }),
+            _ => quote!(#rows),
+        };
+        quote! {{
+            let #off: i64 = #off_expr;
+            let __dst: usize = #tile_off + __buf * #stage_bytes;
+            #chunks
+        }}
+    }
+}
+
+/// The bounds tests of an operand's checked copies (see `DevGen::chunk_checks`).
+struct ChunkChecks {
+    /// Whether the chunk at `__g` lies inside its buffer.
+    fits: TokenStream,
+    /// The element path's set-up, its test of element `__a` (mask bit `__m`; binds `__k`:
+    /// access it) and its report of the first masked element outside the buffer.
+    open: TokenStream,
+    check: TokenStream,
+    close: TokenStream,
+}
+
 impl DevGen<'_> {
     /// The code of operand `oi` of the pipelined loop `cx`, with the tensor maps `tma` it may
     /// copy with (its first in slot `first_map`; `rows_before`: the rows of the operands before
     /// it, which the tensor-map checks spread over the threads).
     pub(super) fn pipe_operand(&self, cx: &PipeCx<'_>, oi: usize, op: &PipeOp, tma: Vec<(Staging, TmaDesc)>, first_map: usize, rows_before: &mut usize) -> OperandCode {
-        let (k, d, threads) = (self.k, &self.d, self.threads);
-        let (plan, var, var_id, var_t, wg) = (cx.plan, cx.var, &cx.var_id, &cx.var_t, cx.wg);
-        let PipeSmem { tiles: PipeTiles { widen, tile_a, stage_bytes, f16_a, f16_pair }, base_off, f16_off, .. } = cx.smem;
-        let mut pre = Vec::new();
-        let mut widen_op = None;
-        let (mut tma_oper, mut tma_descs) = (None, Vec::new());
-        let e = self.elem(&k.exprs[op.x].ty);
-        let chunks = op.numel / 8;
-        let per_thread = chunks.div_ceil(threads);
-        let (rows, inner) = (op.numel / op.inner, op.inner);
-        // A transposable operand's staging, chosen before the loop (`__cols<oi>`): its chunks
-        // run along the rows or, transposed, down the columns. `flat(i)`: the row-major flat
-        // index of element `i` of the chunk that starts at `__f0` in the staging's order.
-        let cols = op.transposable.then(|| format_ident!("__cols{}", oi));
-        let flat_in = |o: Staging, i: TokenStream| match o {
-            Staging::Rows => quote!((__f0 + #i)),
-            Staging::Cols => quote!(((__f0 % #rows + #i) * #inner + __f0 / #rows)),
-        };
-        let flat = |i: TokenStream| match &cols {
-            None => flat_in(Staging::Rows, i),
-            Some(c) => {
-                let (r, cl) = (flat_in(Staging::Rows, i.clone()), flat_in(Staging::Cols, i));
-                quote!((if #c { #cl } else { #r }))
-            }
-        };
-        let at_tok = |i: TokenStream| At::Flat(flat(i));
-        let at_in = |o: Staging, i: usize| At::Flat(flat_in(o, quote!(#i)));
-        if let Some(c) = &cols {
-            let bytes = elem_size(&k.exprs[op.x].ty.elem);
-            let (p0, p1, pr) = (self.ev(op.base, &At::Flat(quote!(0usize))), self.ev(op.base, &At::Flat(quote!(1usize))), self.ev(op.base, &At::Flat(quote!(#inner))));
-            pre.push(quote! {
-                // Transposed when the elements of a column are consecutive and those of a row are
-                // not (the same in every thread: the first row and column of the block).
-                let #c: bool = {
-                    let (__q0, __q1, __qr) = (#p0, #p1, #pr);
-                    (__q1 as usize) != (__q0 as usize) + #bytes && (__qr as usize) == (__q0 as usize) + #bytes
-                };
-            });
-        }
+        let k = self.k;
+        let oc = self.operand_cx(cx, oi, op);
+        let mut pre: Vec<TokenStream> = self.staging_choice(&oc).into_iter().collect();
         // A base `scalar_ptr + offsets` keeps one integer offset per chunk (one register for
         // i32) instead of a 64-bit pointer. A chunk that is not contiguous is marked (offset
         // `MIN`, and its pointer made odd, which for bytes also lies outside the buffer) so
@@ -82,21 +145,66 @@ impl DevGen<'_> {
             ExprKind::PtrAdd(p, o) if self.shapes[*p].is_empty() && matches!(k.exprs[*o].ty.dtype(), Some(DType::I32 | DType::I64)) => Some((*p, *o)),
             _ => None,
         };
-        let masks_in = |o: Staging| -> Vec<TokenStream> {
-            match op.mask {
-                Some(mk) => (0..8).map(|i| self.operand(op.load, mk, &at_in(o, i))).collect(),
-                None => vec![quote!(true); 8],
-            }
-        };
-        let masks = masks_in(Staging::Rows);
-        let off = format_ident!("__off{}", oi);
-        let (lo, hi, inb) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi), format_ident!("__inb{}", oi));
-        let size = elem_size(&k.exprs[op.x].ty.elem);
-        // A chunk's bytes: 16 (one `cp.async` of 16 bytes), or 8 for a widened operand.
-        let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * size);
-        let guard = |jc: usize, body: TokenStream| chunk_guard(threads, chunks, jc, body);
-        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &at_tok, &e, (per_thread, chunks));
+        let masks = self.chunk_masks(&oc, Staging::Rows);
+        let (pre_bases, chunk_ptr, proven_ptr) = self.chunk_bases(op, oi, split, &|i| At::Flat(oc.flat(i)), &oc.e, (oc.per_thread, oc.chunks));
         pre.push(pre_bases);
+        let widen = oc.widen.then(|| self.widen_chunks(&oc, &cx.smem));
+        let ptr_block = match k.exprs[op.load].kind {
+            ExprKind::Load { ptr, .. } => ptr,
+            _ => op.load,
+        };
+        // With offsets from the pointer parameter itself, one test before the loop covers all
+        // of this thread's chunks in every iteration (`__inb<oi>`, `bounds_proof`); the
+        // per-chunk test only runs when that one fails.
+        let based = split.and_then(|(p, _)| self.scalar_base(p, ptr_block));
+        let inb = format_ident!("__inb{}", oi);
+        let checks = self.chunk_checks(op, ptr_block, based.as_ref().map(|_| &inb), &oc.e);
+        let (_, m_i, o_i) = self.chunk_elem(&oc, Staging::Rows);
+        let all = self.chunk_unmasked(&oc, Staging::Rows, &masks);
+        // The proven version: every chunk is contiguous, 16-byte aligned and inside its
+        // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
+        // chunk's shared-memory offset once before the loop (one register per chunk);
+        // `mma.sync` bodies need those registers for their fragments and recompute it.
+        let so_regs = (cx.wg && !oc.widen).then(|| format_ident!("__so{}", oi));
+        if let Some(so) = &so_regs {
+            pre.push(self.so_registers(&oc, so));
+        }
+        let fast_chunks = self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(Staging::Rows), so_regs.as_ref()), &all, false, &self.proven_elems(&oc, Staging::Rows));
+        let fast_in = |o: Staging| {
+            let all = self.chunk_unmasked(&oc, o, &masks);
+            self.chunk_copies(&oc, &proven_ptr, (&oc.so_in(o), None), &all, false, &self.proven_elems(&oc, o))
+        };
+        if let Some(b) = &based {
+            let (lo, hi) = (format_ident!("__lo{}", oi), format_ident!("__hi{}", oi));
+            pre.extend(bounds_proof(oi, b, &oc.off_expr, (&lo, &hi, &inb)));
+        }
+        // The tensor-map version needs, before the loop, the bounds proof and, per staging,
+        // a valid map whose boxes are the operand's elements (`tma.rs`).
+        let (tma_oper, tma_descs) = match (tma.is_empty(), &based, split) {
+            (false, Some(b), Some((_, o))) => self.operand_tma(cx, &oc, (b, o), (m_i, o_i, all), (&tma, first_map), rows_before),
+            _ => (None, Vec::new()),
+        };
+        let issue_in = |o: Staging| self.checked_chunks(&oc, &checks, &chunk_ptr, &masks, o);
+        // A transposable operand's copies branch on its staging; the staging as written keeps
+        // the code it has without the choice.
+        let with_cols = |f: &dyn Fn(Staging) -> TokenStream| oc.cols.is_some().then(|| f(Staging::Cols));
+        OperandCode {
+            pre,
+            issue: oc.copies(&issue_in(Staging::Rows), with_cols(&issue_in)),
+            fast: oc.copies(&fast_chunks, with_cols(&fast_in)),
+            as_written: oc.cols.is_some().then(|| (oc.copies(&issue_in(Staging::Rows), None), oc.copies(&fast_chunks, None))),
+            widen,
+            proof: based.is_some().then(|| inb.clone()),
+            tma: tma_oper,
+            maps: tma_descs,
+        }
+    }
+
+    /// What the parts of operand `oi` of the pipelined loop `cx` share (see [`OpCx`]).
+    fn operand_cx<'o>(&self, cx: &PipeCx<'_>, oi: usize, op: &'o PipeOp) -> OpCx<'o> {
+        let k = self.k;
+        let PipeSmem { tiles: PipeTiles { widen, tile_a, stage_bytes, .. }, base_off, .. } = cx.smem;
+        let chunks = op.numel / 8;
         let off_expr = match (op.affine, op.step) {
             (Some(l), Some(_)) => {
                 let lo = format_ident!("{}_off", crate::expand_cpu::local_ident(k, l));
@@ -109,258 +217,296 @@ impl DevGen<'_> {
             }
             (None, _) => quote!(0i64),
         };
-        let tile_off = base_off + if oi == 0 { 0 } else { tile_a };
-        // Where the chunk that starts at `__f0` goes in its tile.
-        let s0_in = |o: Staging| match o {
-            Staging::Rows => Tile::of(plan.layout, rows, inner).index(quote!(__f0)),
-            Staging::Cols => Tile::of(plan.layout, inner, rows).index(quote!(__f0)),
-        };
-        let s0 = s0_in(Staging::Rows);
-        // The widening of this thread's chunks of buffer `__cb` into f16 tile `__pr`.
-        if widen {
-            let f16_tile = f16_off + if oi == 0 { 0 } else { f16_a };
-            let chunks_w = (0..per_thread).map(|jc| {
-                guard(
-                    jc,
-                    quote! {
-                        let __f0: usize = #d::opaque_usize(__c * 8);
-                        #d::widen_shared::<#e>(
-                            #d::smem_addr() + (#tile_off + __cb * #stage_bytes + __c * 8) as u32,
-                            #d::smem_addr() + (#f16_tile + __pr * #f16_pair + (#s0) * 2) as u32,
-                        );
-                    },
-                )
-            });
-            widen_op = Some(quote!(#(#chunks_w)*));
+        OpCx {
+            oi,
+            op,
+            e: self.elem(&k.exprs[op.x].ty),
+            size: elem_size(&k.exprs[op.x].ty.elem),
+            threads: self.threads,
+            chunks,
+            per_thread: chunks.div_ceil(self.threads),
+            rows: op.numel / op.inner,
+            inner: op.inner,
+            cols: op.transposable.then(|| format_ident!("__cols{}", oi)),
+            off: format_ident!("__off{}", oi),
+            off_expr,
+            tile_off: base_off + if oi == 0 { 0 } else { tile_a },
+            stage_bytes,
+            widen,
+            layout: cx.plan.layout,
         }
-        let span = k.exprs[op.load].span.start;
-        let ptr_block = match k.exprs[op.load].kind {
-            ExprKind::Load { ptr, .. } => ptr,
-            _ => op.load,
-        };
-        let chunk_fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
-        // With offsets from the pointer parameter itself, one test before the loop covers all
-        // of this thread's chunks in every iteration (`__inb`, below); the per-chunk test
-        // only runs when that one fails.
-        let based = split.and_then(|(p, _)| self.scalar_base(p, ptr_block));
-        let range = based.as_ref().map(|b| b.len.clone());
-        let fits = if range.is_some() { quote!((#inb || #chunk_fits)) } else { chunk_fits };
-        let (open, close) = (self.chunk_check_open(ptr_block, &e), self.chunk_check_close(ptr_block, span));
-        // The element path of a chunk is a loop (not unrolled: its trip count is opaque), so
-        // that the rarely taken code stays small and the K loop fits the instruction cache.
-        let elem_in = |o: Staging| {
-            let at_i = At::Flat(flat_in(o, quote!(__i)));
-            (
-                self.ev(op.base, &at_i),
-                op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
-                op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
-            )
-        };
-        let (_, m_i, o_i) = elem_in(Staging::Rows);
-        let elem_loop = |o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream| {
-            let (b_i, m_i, o_i) = elem_in(o);
-            let body = body(&o_i);
-            quote! {
-                let __ne: usize = #d::opaque_usize(8);
-                let mut __i: usize = 0;
-                while __i < __ne {
-                    let __m: bool = #m_i;
-                    let __a: *mut #e = #d::ptr_add(#b_i, #off);
-                    #body
-                    __i += 1;
-                }
-            }
-        };
-        let check = self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(__m), &format_ident!("__k"), span);
-        let scalar_in = |o: Staging| {
-            let checked_loop = elem_loop(o, &|o_i| quote! {
-                #check
-                #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
-            });
-            quote! {
-                #open
-                #checked_loop
-                #close
-            }
-        };
-        // Whether all of the chunk's elements are unmasked: one test at its ends along a row,
-        // one element's down a column when the mask does not vary along it.
-        let all_in = |o: Staging| match (op.mask, o) {
+    }
+
+    /// A transposable operand's choice of staging before the loop (`__cols<oi>`): transposed
+    /// when the elements of a column are consecutive and those of a row are not.
+    fn staging_choice(&self, oc: &OpCx<'_>) -> Option<TokenStream> {
+        let c = oc.cols.as_ref()?;
+        let (op, inner, bytes) = (oc.op, oc.inner, oc.size);
+        let (p0, p1, pr) = (self.ev(op.base, &At::Flat(quote!(0usize))), self.ev(op.base, &At::Flat(quote!(1usize))), self.ev(op.base, &At::Flat(quote!(#inner))));
+        Some(quote! {
+            // Transposed when the elements of a column are consecutive and those of a row are
+            // not (the same in every thread: the first row and column of the block).
+            let #c: bool = {
+                let (__q0, __q1, __qr) = (#p0, #p1, #pr);
+                (__q1 as usize) != (__q0 as usize) + #bytes && (__qr as usize) == (__q0 as usize) + #bytes
+            };
+        })
+    }
+
+    /// The mask of each of the 8 elements of the chunk at `__f0` in staging `o` (`true` for an
+    /// unmasked load).
+    fn chunk_masks(&self, oc: &OpCx<'_>, o: Staging) -> Vec<TokenStream> {
+        match oc.op.mask {
+            Some(mk) => (0..8usize).map(|i| self.operand(oc.op.load, mk, &At::Flat(oc.flat_in(o, quote!(#i))))).collect(),
+            None => vec![quote!(true); 8],
+        }
+    }
+
+    /// Whether all of the chunk's elements are unmasked, in staging `o`: one test at its ends
+    /// along a row (else each of `masks`, the masks along the row), one element's down a
+    /// column when the mask does not vary along it.
+    fn chunk_unmasked(&self, oc: &OpCx<'_>, o: Staging, masks: &[TokenStream]) -> TokenStream {
+        let op = oc.op;
+        match (op.mask, o) {
             (Some(mk), Staging::Rows) => self.load_chunk_all(op.load, mk, &quote!(__f0), 8).unwrap_or_else(|| quote!((true #(&& #masks)*))),
             (Some(mk), Staging::Cols) => {
-                let down = masks_in(Staging::Cols);
+                let down = self.chunk_masks(oc, Staging::Cols);
                 if self.mask_varies(op.load, mk, 0) { quote!((true #(&& #down)*)) } else { down[0].clone() }
             }
             (None, _) => quote!(true),
+        }
+    }
+
+    /// A widened operand's widening of this thread's chunks of buffer `__cb` into f16 tile
+    /// `__pr` (of the two f16 tile pairs in `smem`).
+    fn widen_chunks(&self, oc: &OpCx<'_>, smem: &PipeSmem) -> TokenStream {
+        let d = &self.d;
+        let (e, tile_off, stage_bytes, f16_pair) = (&oc.e, oc.tile_off, oc.stage_bytes, smem.tiles.f16_pair);
+        let f16_tile = smem.f16_off + if oc.oi == 0 { 0 } else { smem.tiles.f16_a };
+        let s0 = oc.s0_in(Staging::Rows);
+        let chunks_w = (0..oc.per_thread).map(|jc| {
+            oc.guard(
+                jc,
+                quote! {
+                    let __f0: usize = #d::opaque_usize(__c * 8);
+                    #d::widen_shared::<#e>(
+                        #d::smem_addr() + (#tile_off + __cb * #stage_bytes + __c * 8) as u32,
+                        #d::smem_addr() + (#f16_tile + __pr * #f16_pair + (#s0) * 2) as u32,
+                    );
+                },
+            )
+        });
+        quote!(#(#chunks_w)*)
+    }
+
+    /// The bounds tests of the checked copies of operand `op` (pointer block `ptr_block`,
+    /// elements `e`): the chunk's, which `inb` (the flag of the proof before the loop, where
+    /// there is one) passes for every chunk, and the element path's.
+    fn chunk_checks(&self, op: &PipeOp, ptr_block: ExprId, inb: Option<&Ident>, e: &TokenStream) -> ChunkChecks {
+        let span = self.k.exprs[op.load].span.start;
+        let chunk_fits = self.fits_code_opaque(ptr_block, &quote!(__g), 8);
+        let fits = match inb {
+            Some(inb) => quote!((#inb || #chunk_fits)),
+            None => chunk_fits,
         };
-        let all = all_in(Staging::Rows);
-        // The unchecked element path, for the loop version whose accesses are all proven in
-        // bounds before the loop.
-        let fast_scalar_in = |o: Staging| elem_loop(o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });));
-        // A proven chunk's copy: 16 bytes (8 for a widened operand) with `cp.async`. `__f0` and
-        // the shared offset are recomputed per iteration (a few integer operations) rather than
-        // hoisted out of the loop into registers, except where `so` says otherwise.
-        let copy = if widen {
+        ChunkChecks {
+            fits,
+            open: self.chunk_check_open(ptr_block, e),
+            check: self.chunk_check_elem(ptr_block, &format_ident!("__a"), &quote!(__m), &format_ident!("__k"), span),
+            close: self.chunk_check_close(ptr_block, span),
+        }
+    }
+
+    /// Element `__f0 + __i` of the chunk in staging `o` (see [`OpCx::flat_in`]): its pointer
+    /// (before the iteration's offset), its mask and its `other` value.
+    fn chunk_elem(&self, oc: &OpCx<'_>, o: Staging) -> (TokenStream, TokenStream, TokenStream) {
+        let (op, e) = (oc.op, &oc.e);
+        let at_i = At::Flat(oc.flat_in(o, quote!(__i)));
+        (
+            self.ev(op.base, &at_i),
+            op.mask.map(|mk| self.operand(op.load, mk, &at_i)).unwrap_or(quote!(true)),
+            op.other.map(|o| self.operand(op.load, o, &at_i)).unwrap_or(quote!(<#e as ::core::default::Default>::default())),
+        )
+    }
+
+    /// The element path of a chunk in staging `o`: a loop over its elements (not unrolled: its
+    /// trip count is opaque, so that the rarely taken code stays small and the K loop fits the
+    /// instruction cache) that binds each one's mask bit `__m` and address `__a` and runs
+    /// `body` (given the element's `other` value).
+    fn elem_loop(&self, oc: &OpCx<'_>, o: Staging, body: &dyn Fn(&TokenStream) -> TokenStream) -> TokenStream {
+        let (d, e, off) = (&self.d, &oc.e, &oc.off);
+        let (b_i, m_i, o_i) = self.chunk_elem(oc, o);
+        let body = body(&o_i);
+        quote! {
+            let __ne: usize = #d::opaque_usize(8);
+            let mut __i: usize = 0;
+            while __i < __ne {
+                let __m: bool = #m_i;
+                let __a: *mut #e = #d::ptr_add(#b_i, #off);
+                #body
+                __i += 1;
+            }
+        }
+    }
+
+    /// The checked element path of a chunk in staging `o` into `__sp`: each element is read
+    /// where it is unmasked and inside its buffer (a fault reported otherwise), else `other`.
+    fn checked_elems(&self, oc: &OpCx<'_>, checks: &ChunkChecks, o: Staging) -> TokenStream {
+        let d = &self.d;
+        let ChunkChecks { open, check, close, .. } = checks;
+        let checked_loop = self.elem_loop(oc, o, &|o_i| {
+            quote! {
+                #check
+                #d::store(__sp.add(__i), if __k { #d::load(__a) } else { #o_i });
+            }
+        });
+        quote! {
+            #open
+            #checked_loop
+            #close
+        }
+    }
+
+    /// The unchecked element path of a chunk in staging `o` into `__sp`, for the loop version
+    /// whose accesses are all proven in bounds before the loop.
+    fn proven_elems(&self, oc: &OpCx<'_>, o: Staging) -> TokenStream {
+        let d = &self.d;
+        self.elem_loop(oc, o, &|o_i| quote!(#d::store(__sp.add(__i), if __m { #d::load(__a) } else { #o_i });))
+    }
+
+    /// The checked copies of this thread's chunks in staging `o`: a chunk whose elements are
+    /// unmasked and inside the buffer goes by `cp.async` in the widest pieces its address
+    /// allows, any other element by element.
+    fn checked_chunks(&self, oc: &OpCx<'_>, checks: &ChunkChecks, chunk_ptr: &ChunkPtr<'_>, masks: &[TokenStream], o: Staging) -> TokenStream {
+        let (all, fits) = (self.chunk_unmasked(oc, o, masks), &checks.fits);
+        self.chunk_copies(oc, chunk_ptr, (&oc.so_in(o), None), &quote!(#all && #fits), true, &self.checked_elems(oc, checks, o))
+    }
+
+    /// Before the loop, the registers `so` that hold each of this thread's chunks' offset in
+    /// its stage (along the rows).
+    fn so_registers(&self, oc: &OpCx<'_>, so: &Ident) -> TokenStream {
+        let (per_thread, s0) = (oc.per_thread, oc.s0_in(Staging::Rows));
+        let so_init = (0..per_thread).map(|jc| {
+            oc.guard(
+                jc,
+                quote! {
+                    let __f0: usize = __c * 8;
+                    #so[#jc] = ((#s0) * 2) as u32;
+                },
+            )
+        });
+        quote! {
+            let mut #so: [u32; #per_thread] = [0u32; #per_thread];
+            #(#so_init)*
+        }
+    }
+
+    /// The copies of this thread's chunks (base pointers `ptr`), each when `test` holds: with
+    /// `pieces` (the checked copies, whose `test` leaves out the alignment), `cp.async` in the
+    /// widest pieces the address allows (16, 8 or 4 bytes: rows whose length in bytes is not a
+    /// multiple of 16 still bypass the registers; a chunk that is not contiguous has an address
+    /// no piece accepts), else one `cp.async` of the whole chunk (16 bytes, 8 for a widened
+    /// operand). `__f0` and the shared offset are recomputed per iteration (a few integer
+    /// operations) rather than hoisted out of the loop into registers, except where `so` says
+    /// otherwise: the chunk's offset in its stage, computed from `__f0`, or read from the
+    /// registers `so_regs` that hold it per chunk.
+    /// The chunks that fail are marked in `__slow` and copied element by element (`scalar`)
+    /// after the others, by one loop over the marks: the element path is written once per
+    /// operand instead of once per chunk. (A thread with one chunk keeps it in place.)
+    fn chunk_copies(&self, oc: &OpCx<'_>, ptr: &ChunkPtr<'_>, (so, so_regs): (&TokenStream, Option<&Ident>), test: &TokenStream, pieces: bool, scalar: &TokenStream) -> TokenStream {
+        let (d, e, off, threads, per_thread) = (&self.d, &oc.e, &oc.off, oc.threads, oc.per_thread);
+        let chunk_bytes = proc_macro2::Literal::usize_unsuffixed(8 * oc.size);
+        let copy = if oc.widen {
             quote!(#d::cp_async_8(#d::smem_addr() + __so as u32, __g as *const u8);)
         } else {
             quote!(#d::cp_async_16(#d::smem_addr() + __so as u32, __g as *const u8);)
         };
-        // One chunk's copy, when `test` holds: with `pieces` (the checked copies, whose `test`
-        // leaves out the alignment), `cp.async` in the widest pieces the address allows (16, 8
-        // or 4 bytes: rows whose length in bytes is not a multiple of 16 still bypass the
-        // registers; a chunk that is not contiguous has an address no piece accepts), else
-        // `copy`.
-        // The chunks that fail are marked in `__slow` and copied element by element after the
-        // others, by one loop over the marks: the element path is written once per operand
-        // instead of once per chunk. (A thread with one chunk keeps it in place.) `so`: the
-        // chunk's offset in its stage, computed from `__f0`, or read from the registers
-        // `so_regs` that hold it per chunk.
-        let chunk_code = |ptr: &ChunkPtr<'_>, so: &TokenStream, so_regs: Option<&Ident>, test: &TokenStream, pieces: bool, scalar: &TokenStream| -> TokenStream {
-            let deferred = (2..=64).contains(&per_thread);
-            let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
-            let chunks = (0..per_thread).map(|jc| {
-                let (cp, so_jc) = (ptr(jc), so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize)));
-                let slow = if deferred {
-                    quote!(__slow |= (1 as #mark_t) << #jc;)
-                } else {
-                    quote! {
-                        let __sp = __smem.add(__so) as *mut #e;
-                        #scalar
-                    }
-                };
-                let attempt = if pieces {
-                    quote! {
-                        if !(#test && #d::cp_async_pieces::<#chunk_bytes>(#d::smem_addr() + __so as u32, __g as *const u8)) {
-                            #slow
-                        }
-                    }
-                } else {
-                    quote! {
-                        if #test {
-                            #copy
-                        } else {
-                            #slow
-                        }
-                    }
-                };
-                guard(
-                    jc,
-                    quote! {
-                        let __f0: usize = #d::opaque_usize(__c * 8);
-                        let __g: *mut #e = #d::ptr_add(#cp, #off);
-                        let __so: usize = __dst + #so_jc;
-                        #attempt
-                    },
-                )
-            });
-            if !deferred {
-                return quote!(#(#chunks)*);
-            }
-            quote! {
-                let mut __slow: #mark_t = 0;
-                #(#chunks)*
-                while __slow != 0 {
-                    let __c: usize = (__slow.trailing_zeros() as usize) * #threads + __tid;
-                    __slow &= __slow - 1;
-                    let __f0: usize = #d::opaque_usize(__c * 8);
-                    let __sp = __smem.add(__dst + #so) as *mut #e;
+        let deferred = (2..=64).contains(&per_thread);
+        let mark_t = if per_thread <= 32 { quote!(u32) } else { quote!(u64) };
+        let chunks = (0..per_thread).map(|jc| {
+            let (cp, so_jc) = (ptr(jc), so_regs.map_or_else(|| so.clone(), |r| quote!(#r[#jc] as usize)));
+            let slow = if deferred {
+                quote!(__slow |= (1 as #mark_t) << #jc;)
+            } else {
+                quote! {
+                    let __sp = __smem.add(__so) as *mut #e;
                     #scalar
                 }
+            };
+            let attempt = if pieces {
+                quote! {
+                    if !(#test && #d::cp_async_pieces::<#chunk_bytes>(#d::smem_addr() + __so as u32, __g as *const u8)) {
+                        #slow
+                    }
+                }
+            } else {
+                quote! {
+                    if #test {
+                        #copy
+                    } else {
+                        #slow
+                    }
+                }
+            };
+            oc.guard(
+                jc,
+                quote! {
+                    let __f0: usize = #d::opaque_usize(__c * 8);
+                    let __g: *mut #e = #d::ptr_add(#cp, #off);
+                    let __so: usize = __dst + #so_jc;
+                    #attempt
+                },
+            )
+        });
+        if !deferred {
+            return quote!(#(#chunks)*);
+        }
+        quote! {
+            let mut __slow: #mark_t = 0;
+            #(#chunks)*
+            while __slow != 0 {
+                let __c: usize = (__slow.trailing_zeros() as usize) * #threads + __tid;
+                __slow &= __slow - 1;
+                let __f0: usize = #d::opaque_usize(__c * 8);
+                let __sp = __smem.add(__dst + #so) as *mut #e;
+                #scalar
             }
-        };
-        // Where a chunk goes in its stage: its place in the swizzled f16 tile, or a widened
-        // operand's raw chunk `__c`.
-        let so_in = |o: Staging| {
-            let s0 = s0_in(o);
-            if widen { quote!((__c * 8)) } else { quote!((#s0) * 2) }
-        };
-        let issue_in = |o: Staging| {
-            let all = all_in(o);
-            chunk_code(&chunk_ptr, &so_in(o), None, &quote!(#all && #fits), true, &scalar_in(o))
-        };
-        // The proven version: every chunk is contiguous, 16-byte aligned and inside its
-        // buffer in every iteration, so only the mask is tested. `wgmma` bodies compute each
-        // chunk's shared-memory offset once before the loop (one register per chunk);
-        // `mma.sync` bodies need those registers for their fragments and recompute it.
-        let so = format_ident!("__so{}", oi);
-        let fast_chunks = if wg && !widen {
-            let so_init = (0..per_thread).map(|jc| {
-                guard(
-                    jc,
-                    quote! {
-                        let __f0: usize = __c * 8;
-                        #so[#jc] = ((#s0) * 2) as u32;
-                    },
-                )
-            });
-            pre.push(quote! {
-                let mut #so: [u32; #per_thread] = [0u32; #per_thread];
-                #(#so_init)*
-            });
-            chunk_code(&proven_ptr, &so_in(Staging::Rows), Some(&so), &all, false, &fast_scalar_in(Staging::Rows))
-        } else {
-            chunk_code(&proven_ptr, &so_in(Staging::Rows), None, &all, false, &fast_scalar_in(Staging::Rows))
-        };
-        let fast_in = |o: Staging| chunk_code(&proven_ptr, &so_in(o), None, &all_in(o), false, &fast_scalar_in(o));
-        if let Some(b) = &based {
-            pre.extend(bounds_proof(oi, b, &off_expr, (&lo, &hi, &inb)));
         }
-        // The tensor-map version needs, before the loop, the bounds proof and, per staging,
-        // a valid map whose boxes are the operand's elements (`tma.rs`).
-        if let (false, Some(ScalarBase { len, offset: sc, .. }), Some((_, o))) = (tma.is_empty(), &based, split) {
-            let rows_n = op.numel / op.inner;
-            // Rows go to the threads after warp 0 (which issues the first copies) and after
-            // the previous operands' rows, so that each thread checks few rows.
-            let rot = if threads > 32 { (threads - (32 + *rows_before) % threads) % threads } else { 0 };
-            *rows_before += rows_n;
-            let ctx = TmaCtx {
-                oi,
-                op,
-                o,
-                ot: self.elem(&k.exprs[o].ty),
-                e: e.clone(),
-                off_expr: off_expr.clone(),
-                len: len.clone(),
-                base_off: sc.clone(),
-                tile_off,
-                stage_bytes,
-                per_thread,
-                chunks,
-                rot,
-                layout: plan.layout,
-                var: (var_id.clone(), var_t.clone()),
-                m_i: m_i.clone(),
-                o_i: o_i.clone(),
-                all: all.clone(),
-                s0: s0.clone(),
-            };
-            (tma_oper, tma_descs) = self.tma_operand(&ctx, &tma, first_map, var);
-        }
-        // A transposable operand's copies branch on its staging (uniform); the staging as
-        // written keeps the code it has without the choice.
-        let op_code = |rows: &TokenStream, cols_chunks: Option<TokenStream>| {
-            let chunks = match (&cols, cols_chunks) {
-                (Some(c), Some(cc)) => quote!(if #c { #cc } else { #rows }),
-                _ => quote!(#rows),
-            };
-            quote! {{
-                let #off: i64 = #off_expr;
-                let __dst: usize = #tile_off + __buf * #stage_bytes;
-                #chunks
-            }}
-        };
-        let with_cols = |f: &dyn Fn(Staging) -> TokenStream| cols.is_some().then(|| f(Staging::Cols));
+    }
 
-        OperandCode {
-            pre,
-            issue: op_code(&issue_in(Staging::Rows), with_cols(&issue_in)),
-            fast: op_code(&fast_chunks, with_cols(&fast_in)),
-            as_written: cols.is_some().then(|| (op_code(&issue_in(Staging::Rows), None), op_code(&fast_chunks, None))),
-            widen: widen_op,
-            proof: range.is_some().then(|| inb.clone()),
-            tma: tma_oper,
-            maps: tma_descs,
-        }
+    /// The tensor-map copy of the operand `oc`, whose base is the buffer `b` plus the offsets
+    /// block `o`, and the maps it takes (`tma`: its maps per staging, the first in slot
+    /// `first_map`); `elems`: the mask and `other` of element `__f0 + __i` and whether the
+    /// chunk at `__f0` is unmasked, along the rows. The operand's rows go to the threads after
+    /// warp 0 (which issues the first copies) and after the previous operands' rows
+    /// (`rows_before`, which this advances), so that each thread checks few rows.
+    fn operand_tma(&self, cx: &PipeCx<'_>, oc: &OpCx<'_>, (b, o): (&ScalarBase, ExprId), elems: (TokenStream, TokenStream, TokenStream), (tma, first_map): (&[(Staging, TmaDesc)], usize), rows_before: &mut usize) -> (Option<TmaOperand>, Vec<TmaDesc>) {
+        let threads = self.threads;
+        let (m_i, o_i, all) = elems;
+        let rot = if threads > 32 { (threads - (32 + *rows_before) % threads) % threads } else { 0 };
+        *rows_before += oc.rows;
+        let ctx = TmaCtx {
+            oi: oc.oi,
+            op: oc.op,
+            o,
+            ot: self.elem(&self.k.exprs[o].ty),
+            e: oc.e.clone(),
+            off_expr: oc.off_expr.clone(),
+            len: b.len.clone(),
+            base_off: b.offset.clone(),
+            tile_off: oc.tile_off,
+            stage_bytes: oc.stage_bytes,
+            per_thread: oc.per_thread,
+            chunks: oc.chunks,
+            rot,
+            layout: oc.layout,
+            var: (cx.var_id.clone(), cx.var_t.clone()),
+            m_i,
+            o_i,
+            all,
+            s0: oc.s0_in(Staging::Rows),
+        };
+        self.tma_operand(&ctx, tma, first_map, cx.var)
     }
 
     /// Where each of this thread's chunks of operand `oi` starts, worked out before the loop:
