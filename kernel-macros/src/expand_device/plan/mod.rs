@@ -373,7 +373,7 @@ impl fmt::Display for DevicePlan<'_> {
                 LocalKind::Scalar => "scalar".to_string(),
                 LocalKind::Pure(_) => "pure (evaluated at each use)".into(),
                 LocalKind::Affine(_) => "affine (initial value plus a scalar offset)".into(),
-                LocalKind::Inline(v) if self.load_of(v).is_some() || matches!(k.exprs[v].kind, ExprKind::Cast(_)) => "inline load (evaluated at its use)".into(),
+                LocalKind::Inline(v) if is_load_or_cast(k, v) => "inline load (evaluated at its use)".into(),
                 LocalKind::Inline(_) => "inline value (evaluated at its use)".into(),
                 LocalKind::Materialized => format!("materialized, {}", self.layouts[l]),
             };
@@ -436,6 +436,15 @@ impl fmt::Display for DevicePlan<'_> {
             writeln!(f, "split loop: %{}.{} (accumulator %{}.{}), {how}", k.locals[sl.var].name, sl.var, k.locals[sl.acc].name, sl.acc)?;
         }
         Ok(())
+    }
+}
+
+/// Whether `e` is a `load`, or a conversion (`.to::<T>()`) of one.
+fn is_load_or_cast(k: &Kernel, e: ExprId) -> bool {
+    match &k.exprs[e].kind {
+        ExprKind::Load { .. } => true,
+        ExprKind::Cast(x) => is_load_or_cast(k, *x),
+        _ => false,
     }
 }
 

@@ -8,8 +8,8 @@ pub(crate) enum LocalKind {
     Scalar,
     Pure(ExprId),
     Affine(ExprId),
-    /// A load used once, right after it is defined, or an elementwise value read by one
-    /// statement (see `single_use_loads`): evaluated at its use (so a `dot` operand goes from
+    /// A load, or an elementwise value, used once, right after it is defined (see
+    /// `single_use_loads`): evaluated at its use (so a `dot` operand goes from
     /// global memory straight to shared memory, and a block of a memory-bound kernel takes no
     /// registers before it is needed).
     Inline(ExprId),
@@ -61,14 +61,15 @@ impl DevicePlan<'_> {
         kinds
     }
 
-    /// Immutable block locals evaluated at their use rather than stored: those defined by a
-    /// `load`, referenced exactly once; and, in blocks of several chunks per thread of a kernel
+    /// Immutable block locals evaluated at their use rather than stored, referenced exactly
+    /// once: those defined by a `load`; and, in blocks of several chunks per thread of a kernel
     /// without `dot`, those defined by any elementwise expression (a conversion of a load, the
-    /// arithmetic of layer norm's normalization...) whose uses are all in one statement, a
-    /// value with transcendental functions used once (where its phase is split, the value
-    /// takes no registers until then: a stored block of 32 values per thread takes 32). The
-    /// use is a `let`, assignment or store that follows the definition with only `let`s in
-    /// between. `uses`: how many expressions read each local.
+    /// arithmetic of layer norm's normalization...): where its phase is split, the value takes
+    /// no registers until then (a stored block of 32 values per thread takes 32). A value read
+    /// twice is stored: evaluated at both reads, its loads' chunks took more registers than the
+    /// stored block (layer norm's `x - mean` in `_var += x * x`: 79 registers stored, 118 not).
+    /// The use is a `let`, assignment or store that follows the definition with only `let`s in
+    /// between, none of them an atomic. `uses`: how many expressions read each local.
     pub(crate) fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
         let mut out = Vec::new();
@@ -77,15 +78,14 @@ impl DevicePlan<'_> {
             let n: usize = self.shapes[v].iter().product();
             self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
         };
-        // Whether the value `v` of a local read `n` times may be evaluated at its use.
-        let is_load = |v: ExprId, n: usize| match &k.exprs[v].kind {
-            ExprKind::Load { .. } => n == 1,
+        // Whether the value `v` of a local read once may be evaluated at its use.
+        let is_load = |v: ExprId| match &k.exprs[v].kind {
+            ExprKind::Load { .. } => true,
             _ if has_dots || !chunked(v) => false,
-            ExprKind::Cast(_) if is_cast_load(k, v) => n == 1,
-            _ => self.is_elementwise(v) && (n == 1 || !self.has_transcendental(v, &[])),
+            _ => self.is_elementwise(v),
         };
         #[allow(clippy::too_many_arguments)]
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId, usize) -> bool, out: &mut Vec<LocalId>) {
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
                 for b in s.bodies() {
                     scan(k, b, uses, lets, assigns, is_load, out);
@@ -93,8 +93,8 @@ impl DevicePlan<'_> {
                 match s {
                     Stmt::Let { local, value } => {
                         let l = *local;
-                        let is_load = is_load(*value, uses[l]);
-                        if !is_load || uses[l] == 0 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                        let is_load = is_load(*value);
+                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
                             continue;
                         }
                         for later in &stmts[i + 1..] {
@@ -107,12 +107,8 @@ impl DevicePlan<'_> {
                                 }
                                 _ => break,
                             };
-                            let n: usize = roots.iter().map(|r| count_uses(k, *r, l)).sum();
-                            if n > 0 {
-                                // Every use is in this statement.
-                                if n == uses[l] {
-                                    out.push(l);
-                                }
+                            if roots.iter().any(|r| uses_local(k, *r, l)) {
+                                out.push(l);
                                 break;
                             }
                             // Not moved past another statement, nor past an atomic, which may
@@ -247,19 +243,3 @@ fn has_atomic(k: &Kernel, e: ExprId) -> bool {
     }
 }
 
-/// How many times expression `e` reads local `l`.
-fn count_uses(k: &Kernel, e: ExprId, l: LocalId) -> usize {
-    match &k.exprs[e].kind {
-        ExprKind::Local(x) => usize::from(*x == l),
-        other => other.operands().into_iter().map(|c| count_uses(k, c, l)).sum(),
-    }
-}
-
-/// Whether `e` is a `load`, or a conversion (`.to::<T>()`) of one.
-fn is_cast_load(k: &Kernel, e: ExprId) -> bool {
-    match &k.exprs[e].kind {
-        ExprKind::Load { .. } => true,
-        ExprKind::Cast(x) => is_cast_load(k, *x),
-        _ => false,
-    }
-}

@@ -632,6 +632,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         && ((__step > 0 && __i < __end) || (__step < 0 && __i > __end))
       {
         let off_9: i32 = __i;
+        let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
           let mut __ok: bool = true;
           let __nc: usize = ::kernel_std::__private::device::opaque_usize(
@@ -931,78 +932,45 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 |__v: usize| {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    _var_8[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __ld14[__v]
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_9,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          ) {
-                            __ld14[__v]
-                          } else {
-                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
+                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((__f) as i32),
                     ),
-                  );
+                    __p_N,
+                  ) {
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_9,
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_N,
+                      ) {
+                        __ld14[__v]
+                      } else {
+                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                          0f64,
+                        )
+                      },
+                      mean_7,
+                    )
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  };
                 },
               );
             },
           );
         } else {
           ::core::hint::cold_path();
-          _var_8 = ::kernel_std::__private::device::inline_call(
+          x_12 = ::kernel_std::__private::device::inline_call(
             #[inline(always)]
             move || {
               let __vfast: bool = false;
-              let mut _var_8 = _var_8;
+              let mut x_12 = x_12;
               let __nc: usize = ::kernel_std::__private::device::opaque_usize(
                 4usize,
               );
@@ -1014,112 +982,86 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 ) {
                   let __j: usize = __jc * 4usize + __v;
                   let __f: usize = __f0 + __v;
-                  _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    _var_8[__j],
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_9,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      ) {
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          {
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_9,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_N,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
-                                __fault,
-                                __tag,
-                                0u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
-                            }
-                          },
-                          mean_7,
-                        )
-                      } else {
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          0f64,
-                        )
-                      },
+                  x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((__f) as i32),
                     ),
-                  );
+                    __p_N,
+                  ) {
+                    <f32 as ::kernel_std::__private::device::Num>::sub(
+                      {
+                        let __a = ::kernel_std::__private::device::ptr_add(
+                          x_row_1,
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                        );
+                        if <i32 as ::kernel_std::__private::device::Num>::lt(
+                          <i32 as ::kernel_std::__private::device::Num>::add(
+                            off_9,
+                            (0i32).wrapping_add((__f) as i32),
+                          ),
+                          __p_N,
+                        )
+                          && ::kernel_std::__private::device::in_bounds(
+                            __a,
+                            __p_x_ptr,
+                            __len_x_ptr,
+                            __fault,
+                            __tag,
+                            0u32,
+                            ::core::line!(),
+                          )
+                        {
+                          ::kernel_std::__private::device::load(__a)
+                        } else {
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            0f64,
+                          )
+                        }
+                      },
+                      mean_7,
+                    )
+                  } else {
+                    <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                      0f64,
+                    )
+                  };
                 }
                 __jc += 1;
               }
-              _var_8
+              x_12
             },
           );
         }
+        ::kernel_std::__private::device::unroll::<
+          4usize,
+          _,
+        >(
+          #[inline(always)]
+          |__jc: usize| {
+            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+            ::kernel_std::__private::device::unroll::<
+              4usize,
+              _,
+            >(
+              #[inline(always)]
+              |__v: usize| {
+                let __j: usize = __jc * 4usize + __v;
+                let __f: usize = __f0 + __v;
+                _var_8[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
+                  _var_8[__j],
+                  <f32 as ::kernel_std::__private::device::Num>::mul(
+                    x_12[__j],
+                    x_12[__j],
+                  ),
+                );
+              },
+            );
+          },
+        );
         __i = match __i.checked_add(__step) {
           Some(n) => n,
           None => break,
