@@ -232,11 +232,6 @@ struct DevGen<'a> {
     /// access): their element is `ident[__v]`, or, where the flag is set (a split phase's
     /// chunks may be read whole across the mask's edge), that element where the mask holds.
     prefetched: RefCell<HashMap<ExprId, (Ident, bool)>>,
-    /// The code of the kernel's body after the loop being generated, when that loop is a
-    /// top-level statement with no loop after it: the tensor-map version's `cp.async` fallback
-    /// then runs it itself, out of line, and returns (`pipeline.rs`).
-    /// (The loop's variable: no loop inside it takes the code.)
-    tail: RefCell<Option<(LocalId, TokenStream)>>,
 }
 
 impl<'a> std::ops::Deref for DevGen<'a> {
@@ -289,7 +284,6 @@ impl<'a> DevGen<'a> {
             iter_layout: Cell::new(Layout::Cyclic),
             counter: Cell::new(0),
             prefetched: RefCell::new(HashMap::new()),
-            tail: RefCell::new(None),
         }
     }
 

@@ -124,9 +124,11 @@ impl DevGen<'_> {
     }
 
     /// The pipelined code of a `for` loop, or `None` when the plan runs the loop as written.
-    pub(super) fn try_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId) -> Option<TokenStream> {
+    /// `rest`: the code after the loop, for the cold fallback to run itself (the body's last
+    /// top-level loop, see `DevicePlan::tail_loop`).
+    pub(super) fn try_pipelined(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), rest: Option<&TokenStream>) -> Option<TokenStream> {
         match self.schedule(var) {
-            Schedule::Pipelined(plan) => Some(self.gen_pipelined(var, start, end, step, plan)),
+            Schedule::Pipelined(plan) => Some(self.gen_pipelined(var, (start, end, step), plan, rest)),
             Schedule::AsWritten { .. } => None,
         }
     }
@@ -139,7 +141,7 @@ impl DevGen<'_> {
     /// a chunk, and each thread widens its own chunks of the iteration's buffer into an f16 tile
     /// before the iteration's barrier (two f16 tiles, by the iteration's parity); no tensor
     /// maps for them.
-    fn gen_pipelined(&self, var: LocalId, start: ExprId, end: ExprId, step: ExprId, plan: &PipePlan) -> TokenStream {
+    fn gen_pipelined(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), plan: &PipePlan, rest: Option<&TokenStream>) -> TokenStream {
         let k = self.k;
         let d = &self.d;
         let Layout::Mma { wg, .. } = plan.layout else { unreachable!("a pipelined loop has an mma layout") };
@@ -175,7 +177,7 @@ impl DevGen<'_> {
         // A part of a split loop runs its own run of iterations (`split.rs`).
         let (split_range, split_after) = self.split_of(var).map(|sl| self.split_range_code(sl, &lc.var_t)).unzip();
         let (body, inval) = if use_tma {
-            let after = (step_final.as_slice(), split_after.as_ref());
+            let after = (step_final.as_slice(), split_after.as_ref(), rest);
             let (sa_wg, sb_wg) = &product.wg_tiles;
             self.tma_body(&cx, &lc, (tma_opers, tma_descs, pre), (&acc, sa_wg, sb_wg), after)
         } else {
@@ -476,11 +478,11 @@ impl DevGen<'_> {
         lc: &LoopCode,
         (tma_opers, tma_descs, pre): (Vec<TmaOperand>, Vec<TmaDesc>, Vec<TokenStream>),
         (acc, sa_wg, sb_wg): (&Ident, &TokenStream, &TokenStream),
-        (step_final, split_after): (&[TokenStream], Option<&TokenStream>),
+        (step_final, split_after, rest): (&[TokenStream], Option<&TokenStream>, Option<&TokenStream>),
     ) -> (TokenStream, TokenStream) {
         let d = &self.d;
         let threads = self.threads;
-        let (plan, var, stages, kk, stage_bytes) = (cx.plan, cx.var, lc.stages, cx.plan.kk, cx.smem.tiles.stage_bytes);
+        let (plan, stages, kk, stage_bytes) = (cx.plan, lc.stages, cx.plan.kk, cx.smem.tiles.stage_bytes);
         let (compute, finish, var_id, var_t) = (&lc.compute, &lc.finish, &lc.var_id, &lc.var_t);
         // Reader barriers (see `tma_loop`) where they measured faster than a block barrier per
         // iteration (BENCHMARKS.md): blocks of two or more warpgroups, or K tiles of 128 and
@@ -525,8 +527,8 @@ impl DevGen<'_> {
         // hints. When this loop is the body's last, the fallback does not join: it runs the
         // rest of the kernel itself, out of line (`outline`: no `wgmma` there), and returns;
         // the hot path, prologue, tensor-map loop and epilogue, is one piece of code.
-        let fallback = match self.tail.borrow_mut().take_if(|(v, _)| *v == var) {
-            Some((_, rest)) => quote! {
+        let fallback = match rest {
+            Some(rest) => quote! {
                 #fallback
                 #d::cp_async_wait_all();
                 #d::bar_sync();

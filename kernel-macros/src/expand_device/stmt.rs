@@ -35,14 +35,11 @@ impl DevGen<'_> {
         let mut out = TokenStream::new();
         for (i, s) in stmts.iter().enumerate() {
             // The loop the plan names gets the code after it, for its fallback.
-            if let Stmt::For { var, .. } = s {
-                if self.tail_loop == Some(*var) {
-                    let rest = self.after_loop(&stmts[i + 1..]);
-                    self.tail.replace(Some((*var, rest)));
-                }
-            }
-            self.gen_stmt(s, &mut out);
-            self.tail.replace(None);
+            let rest = match s {
+                Stmt::For { var, .. } if self.tail_loop == Some(*var) => Some(self.after_loop(&stmts[i + 1..])),
+                _ => None,
+            };
+            self.gen_stmt_then(s, &mut out, rest.as_ref());
         }
         out
     }
@@ -55,19 +52,28 @@ impl DevGen<'_> {
 
     /// One statement (its hoisted `dot`s and reductions first).
     pub(super) fn gen_stmt(&self, s: &Stmt, out: &mut TokenStream) {
+        self.gen_stmt_then(s, out, None);
+    }
+
+    /// [`Self::gen_stmt`]; a software-pipelined loop's cold fallback runs `rest`, the code
+    /// after it, itself (see `body`).
+    fn gen_stmt_then(&self, s: &Stmt, out: &mut TokenStream, rest: Option<&TokenStream>) {
         self.cursor.set(self.floor.get());
         self.temps.borrow_mut().clear();
         for r in Self::stmt_roots(s) {
             self.hoist(r, out);
         }
-        out.extend(self.stmt(s));
+        out.extend(match s {
+            Stmt::For { var, start, end, step, body, .. } => self.for_stmt(*var, (*start, *end, *step), body, rest),
+            _ => self.stmt(s),
+        });
     }
 
     pub(super) fn stmt(&self, s: &Stmt) -> TokenStream {
         match s {
             Stmt::Let { local, value } | Stmt::Assign { local, value } => self.assign_stmt(*local, *value, matches!(s, Stmt::Let { .. })),
             Stmt::Store { ptr, value, mask, span } => self.store_stmt(s, (*ptr, *value, *mask), span.start),
-            Stmt::For { var, start, end, step, body, .. } => self.for_stmt(*var, (*start, *end, *step), body),
+            Stmt::For { var, start, end, step, body, .. } => self.for_stmt(*var, (*start, *end, *step), body, None),
             Stmt::If { cond, then, els } => {
                 let c = self.ev(*cond, &At::Own);
                 let (t, e) = (self.stmts(then), self.stmts(els));
@@ -227,11 +233,11 @@ impl DevGen<'_> {
 
     /// A `for` loop over `var` from `start` to `end` by `step`: software-pipelined, split, or as
     /// written with its resident operands and copies ahead.
-    fn for_stmt(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), body: &[Stmt]) -> TokenStream {
+    fn for_stmt(&self, var: LocalId, (start, end, step): (ExprId, ExprId, ExprId), body: &[Stmt], rest: Option<&TokenStream>) -> TokenStream {
         let k = self.k;
         let d = &self.d;
         let reduce = self.split_of(var).map(|sl| self.split_reduce_code(sl));
-        if let Some(code) = self.try_pipelined(var, start, end, step) {
+        if let Some(code) = self.try_pipelined(var, (start, end, step), rest) {
             return quote!(#code #reduce);
         }
         let id = crate::expand_cpu::local_ident(k, var);
