@@ -9,7 +9,7 @@ pub(crate) enum LocalKind {
     Pure(ExprId),
     Affine(ExprId),
     /// A load, or an elementwise value, used once, right after it is defined (see
-    /// `single_use_loads`): evaluated at its use (so a `dot` operand goes from
+    /// `single_use_values`): evaluated at its use (so a `dot` operand goes from
     /// global memory straight to shared memory, and a block of a memory-bound kernel takes no
     /// registers before it is needed).
     Inline(ExprId),
@@ -39,7 +39,7 @@ impl DevicePlan<'_> {
                 uses[l] += 1;
             }
         }
-        let inline = self.single_use_loads(&lets, &assigns, &uses);
+        let inline = self.single_use_values(&lets, &assigns, &uses);
         let mut kinds: Vec<LocalKind> = Vec::with_capacity(k.locals.len());
         for (id, l) in k.locals.iter().enumerate() {
             let kind = if l.ty.is_scalar() {
@@ -70,7 +70,7 @@ impl DevicePlan<'_> {
     /// stored block (layer norm's `x - mean` in `_var += x * x`: 79 registers stored, 118 not).
     /// The use is a `let`, assignment or store that follows the definition with only `let`s in
     /// between, none of them an atomic. `uses`: how many expressions read each local.
-    pub(crate) fn single_use_loads(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
+    pub(crate) fn single_use_values(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
         let mut out = Vec::new();
         let has_dots = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
@@ -79,22 +79,21 @@ impl DevicePlan<'_> {
             self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
         };
         // Whether the value `v` of a local read once may be evaluated at its use.
-        let is_load = |v: ExprId| match &k.exprs[v].kind {
+        let inlinable = |v: ExprId| match &k.exprs[v].kind {
             ExprKind::Load { .. } => true,
             _ if has_dots || !chunked(v) => false,
             _ => self.is_elementwise(v),
         };
         #[allow(clippy::too_many_arguments)]
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, is_load: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, inlinable: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
                 for b in s.bodies() {
-                    scan(k, b, uses, lets, assigns, is_load, out);
+                    scan(k, b, uses, lets, assigns, inlinable, out);
                 }
                 match s {
                     Stmt::Let { local, value } => {
                         let l = *local;
-                        let is_load = is_load(*value);
-                        if !is_load || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                        if !inlinable(*value) || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
                             continue;
                         }
                         for later in &stmts[i + 1..] {
@@ -122,7 +121,7 @@ impl DevicePlan<'_> {
                 }
             }
         }
-        scan(k, &k.body, uses, lets, assigns, &is_load, &mut out);
+        scan(k, &k.body, uses, lets, assigns, &inlinable, &mut out);
         out
     }
 
