@@ -320,7 +320,7 @@ impl DevicePlan<'_> {
 
 /// Whether `stmts` may write memory (a store, an atomic, a debugging statement) or leave the
 /// loop early (`return`).
-fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
+pub(super) fn body_writes(k: &Kernel, stmts: &[Stmt]) -> bool {
     let atomic = |e: ExprId| -> bool {
         fn walk(k: &Kernel, e: ExprId) -> bool {
             matches!(k.exprs[e].kind, ExprKind::Atomic { .. }) || k.exprs[e].kind.operands().into_iter().any(|c| walk(k, c))

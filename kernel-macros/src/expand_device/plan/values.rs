@@ -65,9 +65,9 @@ impl DevicePlan<'_> {
     /// once: those defined by a `load`; and, in blocks of several chunks per thread of a kernel
     /// without `dot`, those defined by any elementwise expression (a conversion of a load, the
     /// arithmetic of layer norm's normalization...): where its phase is split, the value takes
-    /// no registers until then (a stored block of 32 values per thread takes 32). A value read
-    /// twice is stored: evaluated at both reads, its loads' chunks took more registers than the
-    /// stored block (layer norm's `x - mean` in `_var += x * x`: 79 registers stored, 118 not).
+    /// no registers until then (a stored block takes one per value). A value read twice is
+    /// stored: evaluated at both reads, its loads' chunks take more registers than the stored
+    /// block (see BENCHMARKS.md, session 28).
     /// The use is a `let`, assignment or store that follows the definition with only `let`s in
     /// between, none of them an atomic. `uses`: how many expressions read each local.
     pub(crate) fn single_use_values(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
@@ -112,7 +112,7 @@ impl DevicePlan<'_> {
                             }
                             // Not moved past another statement, nor past an atomic, which may
                             // change the memory it reads.
-                            if !matches!(later, Stmt::Let { value, .. } if !has_atomic(k, *value)) {
+                            if !matches!(later, Stmt::Let { .. }) || super::kloop::body_writes(k, std::slice::from_ref(later)) {
                                 break;
                             }
                         }
@@ -231,14 +231,6 @@ impl DevicePlan<'_> {
     /// The pointer parameter the pointer block `ptr` is computed from.
     pub(crate) fn ptr_root(&self, ptr: ExprId) -> Option<usize> {
         self.root_with(ptr, &self.ptr_roots, usize::MAX)
-    }
-}
-
-/// Whether evaluating `e` runs an atomic.
-fn has_atomic(k: &Kernel, e: ExprId) -> bool {
-    match &k.exprs[e].kind {
-        ExprKind::Atomic { .. } => true,
-        other => other.operands().into_iter().any(|c| has_atomic(k, c)),
     }
 }
 
