@@ -486,12 +486,12 @@ macro_rules! int_num {
 int_num!(i8, i16, i32, i64, u8, u16, u32);
 
 macro_rules! float_num {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $div:path),*) => {$(
         impl Num for $t {
             #[inline(always)] fn add(a: Self, b: Self) -> Self { a + b }
             #[inline(always)] fn sub(a: Self, b: Self) -> Self { a - b }
             #[inline(always)] fn mul(a: Self, b: Self) -> Self { a * b }
-            #[inline(always)] fn div(a: Self, b: Self) -> Self { a / b }
+            #[inline(always)] fn div(a: Self, b: Self) -> Self { $div(a, b) }
             #[inline(always)] fn rem(a: Self, b: Self) -> Self { a % b }
             #[inline(always)] fn neg(a: Self) -> Self { -a }
             // A NaN operand is ignored (`min.f32`/`max.f32`, Triton's default), as on the CPU.
@@ -506,7 +506,50 @@ macro_rules! float_num {
         }
     )*};
 }
-float_num!(f32, f64);
+float_num!(f32: div_rn_f32, f64: div_rn_f64);
+
+/// `a / b` in f64, correctly rounded (`div.rn.f64`).
+#[inline(always)]
+fn div_rn_f64(a: f64, b: f64) -> f64 {
+    a / b
+}
+
+/// `a / b` in f32, correctly rounded (the IEEE 754 division of Rust's `/` and of PTX's
+/// `div.rn.f32`). Where `|b|` is in [2^-30, 2^30] and `|a|` in [2^-90, 2^90] it is computed by
+/// the instructions of ptxas's fast path for `div.rn.f32`: the reciprocal `y` from
+/// `rcp.approx`, refined by one Newton step, `q = a * y`, then one correction by the remainder
+/// `r = a - b * q`, exact in an `fma`: `q + r * y`. In that range no intermediate overflows or
+/// loses bits to underflow, so each step gives what it gives for operands scaled into [1, 2),
+/// where `div.rn.f32` itself runs this sequence. A zero `a` gives `a * y`, the zero of the
+/// quotient's sign. Elsewhere (infinities, NaNs, subnormals, extreme ratios) it is
+/// `div.rn.f32`. The reciprocal depends on `b` alone: a block divided by one value computes it
+/// once (ptxas expands each `div.rn.f32` with its own reciprocal, range check and branch).
+#[inline(always)]
+pub fn div_rn_f32(a: f32, b: f32) -> f32 {
+    let y0 = rcp_approx(b);
+    let y = fma_rn(y0, fma_rn(-b, y0, 1.0), y0);
+    let q0 = mul_rn(a, y);
+    let q = fma_rn(y, fma_rn(-b, q0, a), q0);
+    let (a_abs, b_abs) = (a.abs(), b.abs());
+    let b_in = b_abs >= f32::from_bits(0x3080_0000) && b_abs <= f32::from_bits(0x4e80_0000);
+    if a_abs == 0.0 && b_in {
+        // `a * y`: a zero with the quotient's sign (the correction would turn -0 into +0).
+        q0
+    } else if a_abs >= f32::from_bits(0x1280_0000) && a_abs <= f32::from_bits(0x6c80_0000) && b_in {
+        q
+    } else {
+        div_rn_slow(a, b)
+    }
+}
+
+/// `div.rn.f32`, kept out of the optimizer's reach (it would otherwise compute it ahead of
+/// the test in [`div_rn_f32`], for every element).
+#[inline(always)]
+fn div_rn_slow(a: f32, b: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("div.rn.f32 {v}, {a}, {b};", v = out(reg32) v, a = in(reg32) a, b = in(reg32) b, options(nomem, nostack)) };
+    v
+}
 
 macro_rules! half_num {
     ($($t:ident: $sign:literal),*) => {$(
@@ -514,7 +557,7 @@ macro_rules! half_num {
             #[inline(always)] fn add(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() + b.to_f32()) }
             #[inline(always)] fn sub(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() - b.to_f32()) }
             #[inline(always)] fn mul(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() * b.to_f32()) }
-            #[inline(always)] fn div(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() / b.to_f32()) }
+            #[inline(always)] fn div(a: Self, b: Self) -> Self { Self::from_f32(div_rn_f32(a.to_f32(), b.to_f32())) }
             #[inline(always)] fn rem(a: Self, b: Self) -> Self { Self::from_f32(a.to_f32() % b.to_f32()) }
             #[inline(always)] fn neg(a: Self) -> Self { Self(a.0 ^ $sign) }
             #[inline(always)] fn min(a: Self, b: Self) -> Self { Self::from_f32(<f32 as Num>::min(a.to_f32(), b.to_f32())) }
@@ -635,6 +678,8 @@ macro_rules! unary_asm {
     };
 }
 unary_asm!(sqrt_rn, "sqrt.rn.f32");
+unary_asm!(rcp_approx, "rcp.approx.ftz.f32");
+
 unary_asm!(rsqrt_approx, "rsqrt.approx.f32");
 unary_asm!(sin_approx, "sin.approx.f32");
 unary_asm!(cos_approx, "cos.approx.f32");
@@ -642,6 +687,14 @@ unary_asm!(floor_f32, "cvt.rmi.f32.f32");
 unary_asm!(ceil_f32, "cvt.rpi.f32.f32");
 unary_asm!(rint_f32, "cvt.rni.f32.f32");
 unary_asm!(trunc_f32, "cvt.rzi.f32.f32");
+
+/// `mul.rn.f32`: rounded once, never contracted into an `fma` by ptxas.
+#[inline(always)]
+fn mul_rn(a: f32, b: f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("mul.rn.f32 {v}, {a}, {b};", v = out(reg32) v, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
+    v
+}
 
 /// Rounds half away from zero: the integer part, one more step away from zero when the dropped
 /// fraction (`x - trunc(x)`, exact) is a half or more. NaN and infinities stay as they are.
@@ -686,7 +739,7 @@ pub trait Float: Elem + Num {
     #[inline(always)] fn log1p(x: Self) -> Self { Self::from_f32(libm::log1pf(x.to_f32())) }
     #[inline(always)] fn tanh(x: Self) -> Self { Self::from_f32(libm::tanhf(x.to_f32())) }
     #[inline(always)] fn erf(x: Self) -> Self { Self::from_f32(libm::erff(x.to_f32())) }
-    #[inline(always)] fn sigmoid(x: Self) -> Self { Self::from_f32(1.0 / (1.0 + <f32 as Float>::exp(-x.to_f32()))) }
+    #[inline(always)] fn sigmoid(x: Self) -> Self { Self::from_f32(div_rn_f32(1.0, 1.0 + <f32 as Float>::exp(-x.to_f32()))) }
     #[inline(always)] fn pow(x: Self, y: Self) -> Self { Self::from_f32(libm::powf(x.to_f32(), y.to_f32())) }
     #[inline(always)] fn fma(a: Self, b: Self, c: Self) -> Self { Self::from_f32(fma_rn(a.to_f32(), b.to_f32(), c.to_f32())) }
     #[inline(always)] fn isnan(x: Self) -> bool { x.to_f32().is_nan() }

@@ -109,3 +109,21 @@ pub fn roundings<const B: i32>(x: Ptr<f32>, xd: Ptr<f64>, xh: Ptr<f16>, out: Ptr
     store(outh + n + i, trunc(h), m);
     store(outh + 2 * n + i, round(h), m);
 }
+
+/// `x / y` elementwise (f32): IEEE division, the same bits on both backends.
+#[kernel(B = [256])]
+pub fn divide_f32<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    store(out + i, load(x + i, m, 1.0) / load(y + i, m, 1.0), m);
+}
+
+/// `x / s` for one divisor `s` (the GPU computes its reciprocal once per thread) and `s / x`.
+#[kernel(B = [256])]
+pub fn divide_by_scalar<const B: i32>(x: Ptr<f32>, s: f32, out: Ptr<f32>, n: i32) {
+    let i = program_id(0) * B + arange(0, B);
+    let m = i < n;
+    let v = load(x + i, m, 1.0);
+    store(out + i, v / s, m);
+    store(out + n + i, s / v, m);
+}

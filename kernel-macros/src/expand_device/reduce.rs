@@ -13,6 +13,12 @@
 use super::bits::RegReduce;
 use super::*;
 
+/// The fewest warps whose partials a reduction to one value combines across lanes (one
+/// shared-memory read and a butterfly step per doubling) rather than read one after the other
+/// (a vector read, but a register per partial): below it the shuffles' latency costs more than
+/// the registers.
+const MIN_LANE_COMBINED_WARPS: usize = 8;
+
 impl DevGen<'_> {
     /// The layout a reduction iterates its operand in: the `mma` layout of a `dot` result (or of
     /// elementwise code over one), so that it is read in registers; the cyclic layout otherwise.
@@ -148,6 +154,24 @@ impl DevGen<'_> {
                 })
             });
             return quote!(#result #d::bar_sync(););
+        }
+        if self.shapes[id].is_empty() && nw >= MIN_LANE_COMBINED_WARPS {
+            // One value: each lane reads one warp's partial (`nw`, a power of two, is at most
+            // 32) and the lanes combine them with butterflies (the same bits in every lane: the
+            // combinations commute), so the partials never take a register each.
+            let steps = (0..nw.trailing_zeros()).map(|b| {
+                let m = 1u32 << b;
+                let c = combine(quote!(__a), quote!(<#acc_t as #d::Shuffle>::shfl_xor(__a, #m)));
+                quote!(__a = #c;)
+            }).collect::<Vec<_>>();
+            return self.smem_result(id, "red", code, |_| {
+                quote!({
+                    let __po = __smem.add(#off) as *mut #acc_t;
+                    let mut __a: #acc_t = #d::load(__po.add(__lane & (#nw - 1)));
+                    #(#steps)*
+                    #from(__a)
+                })
+            });
         }
         self.smem_result(id, "red", code, |f| {
             quote!({

@@ -791,6 +791,10 @@ fn elementwise_phases_of_several_chunks_are_split() {
     // Chunks across the mask's edge are read whole and masked per element.
     assert!(four.contains("[__v] } else {"), "the element code applies the mask");
     assert!(four.contains("inline_call (# [inline (always)] move ||"));
+    // The checked copy writes each element as it computes it: only the fast copy gathers the
+    // chunk in arrays (indexed by its loop's counter, they would live in local memory).
+    assert_eq!(four.matches("__sp [__v] =").count(), 1);
+    assert!(four.contains("let __a = ") && four.contains("min (__jc * 8usize + __v , 31usize)"));
     // A pointer block read from registers is not tested ahead of the element code.
     let gathered = "fn g<const BLOCK: i32>(x: Ptr<f16>, idx: Ptr<i32>, z: Ptr<f16>) {
         let i = arange(0, BLOCK);
@@ -800,7 +804,8 @@ fn elementwise_phases_of_several_chunks_are_split() {
     let g = device_code("BLOCK = [4096], num_warps = 4", gathered);
     assert_eq!(g.matches(split).count(), 1, "only the load of the indices (the store reads a gathered load)");
     // A scattered store in a phase split for its load keeps its checked chunk code: only the
-    // store to `w` writes chunks unchecked (in its fast and its checked copy).
+    // store to `w` writes chunks unchecked (in its fast copy; its checked copy writes each
+    // element as it computes it).
     let scattered = "fn s<const BLOCK: i32>(x: Ptr<f16>, idx: Ptr<i32>, z: Ptr<f16>, w: Ptr<i32>) {
         let i = arange(0, BLOCK);
         let j = load(idx + i);
@@ -809,7 +814,7 @@ fn elementwise_phases_of_several_chunks_are_split() {
     }";
     let s = device_code("BLOCK = [4096], num_warps = 4", scattered);
     assert_eq!(s.matches(split).count(), 3, "the indices' load, the scattered store's phase (for its load), the store to `w`");
-    assert_eq!(s.matches("store_vec_any").count(), 2, "the scattered store is tested chunk by chunk");
+    assert_eq!(s.matches("store_vec_any").count(), 1, "the scattered store is tested chunk by chunk");
     // Pointer blocks stepped by a scalar in a loop (`xs += BLOCK`) are their first value plus a
     // scalar offset: tested ahead like pointers computed from the loop variable.
     let stepped = "fn c<const BLOCK: i32>(x: Ptr<f16>, z: Ptr<f16>, n: i32) {
@@ -961,4 +966,21 @@ fn elementwise_values_used_by_one_statement_are_evaluated_there() {
     assert_eq!(stored("BLOCK = [4096], num_warps = 4"), [true, true, false, false]);
     // One chunk per thread: the values read from memory are stored (`b` is pure over them).
     assert_eq!(stored("BLOCK = [1024], num_warps = 4"), [true, true, true, false]);
+}
+
+/// A reduction to one value over 8 or more warps reads one warp's partial per lane and
+/// combines the lanes with butterflies (one register for the partials, not one per warp).
+#[test]
+fn reductions_to_one_value_combine_the_warps_partials_across_lanes() {
+    let src = "fn total<const BLOCK: i32>(x: Ptr<f32>, out: Ptr<f32>) {
+        let i = arange(0, BLOCK);
+        store(out, load(x + i).sum(0));
+    }";
+    let code = device_code("BLOCK = [8192], num_warps = 16", src);
+    // 5 butterflies within each warp, then 4 across the lanes holding the 16 warps' partials.
+    assert_eq!((code.matches("__lane & (").count(), code.matches("shfl_xor").count()), (1, 9));
+    assert!(code.contains("__po . add (__lane & (16usize - 1))"), "each lane reads one partial");
+    // 4 warps: the partials are read one after the other.
+    let code = device_code("BLOCK = [1024], num_warps = 4", src);
+    assert_eq!((code.matches("__lane & (").count(), code.matches("shfl_xor").count()), (0, 5));
 }

@@ -17,16 +17,20 @@ fn pieces_align() -> proc_macro2::Literal {
 }
 
 /// What a chunked phase in the cyclic layout writes, for [`DevGen::split_phase`].
-pub(super) struct PhaseOut {
+pub(super) struct PhaseOut<'a, 'k> {
     /// The per-thread array the phase assigns (a block `let` or assignment).
     dest: Option<Ident>,
     /// The test that the phase's store can write the chunk at `__f0` with one vector access.
     store_test: Option<TokenStream>,
     /// The store's chunk code in a split phase (`__vfast` selects the unchecked access).
     store_after: Option<TokenStream>,
+    /// A store's element code for the split phase's checked copy: it writes each element as it
+    /// is computed (checked), instead of gathering the chunk in arrays that the copy's loop,
+    /// indexing them with its counter, would keep in local memory.
+    store_elem: Option<&'a dyn Fn(&DevGen<'k>) -> TokenStream>,
 }
 
-impl DevGen<'_> {
+impl<'k> DevGen<'k> {
     /// Loads that the statement rooted at `e` evaluates at the phase's own element (same flat
     /// index), which may therefore be read for the whole chunk at once.
     fn own_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
@@ -68,7 +72,7 @@ impl DevGen<'_> {
     /// `body` reads the loads below `roots` from chunk registers and writes the per-thread array
     /// `dest` (if any). `decls` open each chunk, `after` closes it (a vectorized store).
     pub(super) fn phase_chunks(&self, numel: usize, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, dest: Option<Ident>) -> TokenStream {
-        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None }))
+        self.phase_chunks_in(numel, Layout::Cyclic, roots, body, decls, after, false, Some(PhaseOut { dest, store_test: None, store_after: None, store_elem: None }))
     }
 
     /// [`Self::phase_chunks`] in `layout`: in the `mma` layout a chunk is the pair of adjacent
@@ -76,7 +80,7 @@ impl DevGen<'_> {
     /// (cyclic layout only): what the phase writes, for [`Self::split_phase`]; `None` keeps
     /// every test in the chunk code.
     #[allow(clippy::too_many_arguments)]
-    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool, out: Option<PhaseOut>) -> TokenStream {
+    fn phase_chunks_in(&self, numel: usize, layout: Layout, roots: &[ExprId], body: impl Fn(&Self) -> TokenStream, decls: TokenStream, after: TokenStream, rolled: bool, out: Option<PhaseOut<'_, 'k>>) -> TokenStream {
         let v = self.chunk_len(numel, layout);
         let mut loads = Vec::new();
         for r in roots {
@@ -100,9 +104,11 @@ impl DevGen<'_> {
         }
         let saved_pre = self.prefetched.replace(names);
         let b = body(self);
-        // Split, the phase's checked copy reads its loads element by element.
+        // Split, the phase's checked copy reads its loads element by element (and a store
+        // writes each element as it is computed).
         self.prefetched.replace(HashMap::new());
-        let split = split.map(|test| (test, body(self)));
+        let store_elem = out.as_ref().and_then(|o| o.store_elem);
+        let split = split.map(|test| (test, store_elem.map_or_else(|| body(self), |f| f(self))));
         self.prefetched.replace(saved_pre);
         let staged = self.leave_iteration(scope);
         let (pre, post) = self.staging(&staged);
@@ -172,7 +178,10 @@ impl DevGen<'_> {
         };
         let code = match (split, out) {
             (Some((test, b_scalar)), Some(o)) => {
-                let slow = self.checked_copy(chunks, v, &start, &decls, &b_scalar, &after);
+                let slow = match o.store_elem {
+                    Some(_) => self.checked_copy(chunks, v, &start, &quote!(), &b_scalar, &quote!()),
+                    None => self.checked_copy(chunks, v, &start, &decls, &b_scalar, &after),
+                };
                 self.split_phase(chunks, threads, v, &test, code, slow, o.dest.as_ref())
             }
             _ => code,
@@ -185,6 +194,10 @@ impl DevGen<'_> {
     /// the loads element by element (`body`) and writing the chunk of the store (`after`).
     fn checked_copy(&self, chunks: usize, v: usize, start: &TokenStream, decls: &TokenStream, body: &TokenStream, after: &TokenStream) -> TokenStream {
         let d = &self.d;
+        // The loop bounds are hidden from the optimizer, so the slot index is clamped to the
+        // thread's last slot (which it never passes): the arrays' bounds checks, calls whose
+        // registers the whole entry would pay for, fold away.
+        let last = chunks * v - 1;
         quote! {
             let __nc: usize = #d::opaque_usize(#chunks);
             let mut __jc: usize = 0;
@@ -192,7 +205,7 @@ impl DevGen<'_> {
                 #start
                 #decls
                 for __v in 0..#d::opaque_usize(#v) {
-                    let __j: usize = __jc * #v + __v;
+                    let __j: usize = ::core::cmp::min(__jc * #v + __v, #last);
                     let __f: usize = __f0 + __v;
                     #body
                 }
@@ -209,7 +222,7 @@ impl DevGen<'_> {
     /// ([`Self::may_split`], [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`]
     /// chunk accesses, and each access has a test reading no per-thread array (evaluated ahead
     /// of the element code, such a read would go through shared memory).
-    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut) -> Option<TokenStream> {
+    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<TokenStream> {
         let k = self.k;
         let v = self.vec_width(numel);
         let accesses = loads.len() + out.store_test.is_some() as usize;
@@ -459,14 +472,22 @@ impl DevGen<'_> {
         if let Some(m) = mask.filter(|m| self.shapes[*m] == self.shapes[ptr]) {
             roots.push(m);
         }
-        let body = |g: &Self| {
-            let p = g.ev(ptr, &At::Own);
-            let val = g.operand(ptr, value, &At::Own);
+        // The element's pointer, value and mask bit.
+        let parts = |g: &Self| {
             let m = match mask {
                 Some(m) => g.operand(ptr, m, &At::Own),
                 None => quote!(true),
             };
+            (g.ev(ptr, &At::Own), g.operand(ptr, value, &At::Own), m)
+        };
+        let body = |g: &Self| {
+            let (p, val, m) = parts(g);
             quote! { __sp[__v] = #p; __sv[__v] = #val; __sm[__v] = #m; }
+        };
+        let elem = |g: &Self| {
+            let (p, val, m) = parts(g);
+            let ok = g.in_bounds_code(ptr, &quote!(__a), span);
+            quote! { let __a = #p; if #m && #ok { #d::store(__a, #val); } }
         };
         let idx: Vec<usize> = (0..v).collect();
         let oks = idx.iter().map(|i| self.in_bounds_code(ptr, &quote!(__sp[#i]), span));
@@ -510,7 +531,7 @@ impl DevGen<'_> {
         // (its pointers read a per-thread array) keeps its checked code in a split phase too.
         let out = (layout == Layout::Cyclic).then(|| {
             let store_test = split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_chunk_test(ptr, value, mask, v));
-            PhaseOut { dest: None, store_after: split_after.filter(|_| store_test.is_some()), store_test }
+            PhaseOut { dest: None, store_after: split_after.filter(|_| store_test.is_some()), store_test, store_elem: Some(&elem) }
         });
         let cursor = self.cursor.get();
         let slow = self.phase_chunks_in(numel, layout, &roots, &body, decls.clone(), after.clone(), false, out);

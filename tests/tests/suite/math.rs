@@ -3,7 +3,7 @@
 //! the f32 `exp`'s error, and every value is checked against a float64 reference.
 
 use kernel_runtime::{f16, Tensor};
-use tests::math::{int_math, math_f16, math_f32, math_f64_more, roundings};
+use tests::math::{divide_by_scalar, divide_f32, int_math, math_f16, math_f32, math_f64_more, roundings};
 use tests::test_device;
 
 /// Inputs across signs and magnitudes, with the special values.
@@ -227,4 +227,124 @@ fn rint_trunc_round_are_exact_on_both_backends() {
     assert_eq!([got[im25], got[n + im25], got[2 * n + im25]], [-2.0, -2.0, -3.0]);
     let neg = at(-0.3);
     assert!([got[neg], got[n + neg], got[2 * n + neg]].iter().all(|z| *z == 0.0 && z.is_sign_negative()), "-0.3 rounds to -0.0");
+}
+
+/// A small deterministic generator (xorshift64*) for the division tests.
+struct Bits(u64);
+
+impl Bits {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A float with a random sign and 24-bit significand and an exponent in `lo..=hi`.
+    fn float(&mut self, lo: i32, hi: i32) -> f32 {
+        let r = self.next();
+        let e = lo + (r % (hi - lo + 1) as u64) as i32;
+        let bits = ((r >> 32) as u32 & 0x807f_ffff) | (((e + 127) as u32) << 23);
+        f32::from_bits(bits)
+    }
+}
+
+/// Dividends and divisors around every edge of the GPU's fast division (|a| in [2^-90, 2^90],
+/// |b| in [2^-30, 2^30]): each edge and its neighbours, significands of all ones and of one,
+/// and the special values.
+fn division_edges() -> Vec<f32> {
+    let mut v = Vec::new();
+    for e in [-150i32, -149, -127, -126, -125, -91, -90, -89, -31, -30, -29, -1, 0, 1, 29, 30, 31, 89, 90, 91, 127] {
+        let p = 2f64.powi(e) as f32;
+        for x in [p, f32::from_bits(p.to_bits().wrapping_add(1)), f32::from_bits(p.to_bits().wrapping_sub(1)), p * 1.5] {
+            v.extend([x, -x]);
+        }
+    }
+    v.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN_POSITIVE, 1.0 - f32::EPSILON / 2.0, 3.0, 0.1]);
+    v
+}
+
+#[test]
+fn f32_division_is_correctly_rounded() {
+    let dev = test_device();
+    let mut g = Bits(0x9e37_79b9_7f4a_7c15);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    // Inside the fast range and across its edges.
+    for _ in 0..(1 << 18) {
+        xs.push(g.float(-100, 100));
+        ys.push(g.float(-40, 40));
+    }
+    // Any bits: subnormals, infinities, NaNs, extreme ratios.
+    for _ in 0..(1 << 14) {
+        let r = g.next();
+        xs.push(f32::from_bits(r as u32));
+        ys.push(f32::from_bits((r >> 32) as u32));
+    }
+    // Quotients next to a representable value: a = b * q rounded, for q with a full significand.
+    for _ in 0..(1 << 16) {
+        let (b, q) = (g.float(-20, 20), g.float(-20, 20));
+        xs.push(b * q);
+        ys.push(b);
+    }
+    let edges = division_edges();
+    for &a in &edges {
+        for &b in &edges {
+            xs.push(a);
+            ys.push(b);
+        }
+    }
+    let n = xs.len();
+    let out = Tensor::<f32>::full(&dev, &[n], -7.0).unwrap();
+    let t = |v: &Vec<f32>| Tensor::<f32>::from_vec(&dev, &[n], v.clone()).unwrap();
+    divide_f32::launch((n.div_ceil(256),), &t(&xs), &t(&ys), &out, n as i32, 256).unwrap();
+    let got = out.to_vec();
+    for i in 0..n {
+        let want = xs[i] / ys[i];
+        assert!(same_f32(got[i], want), "{:e} / {:e} = {:e} ({:#x}), want {want:e} ({:#x})", xs[i], ys[i], got[i], got[i].to_bits(), want.to_bits());
+    }
+}
+
+#[test]
+fn f32_division_by_one_value_is_correctly_rounded() {
+    let dev = test_device();
+    let mut g = Bits(0x2545_f491_4f6c_dd1d);
+    let mut xs: Vec<f32> = (0..(1 << 14)).map(|_| g.float(-100, 100)).collect();
+    xs.extend(division_edges());
+    let n = xs.len();
+    let x = Tensor::<f32>::from_vec(&dev, &[n], xs.clone()).unwrap();
+    for s in division_edges().into_iter().chain([7.0, -12345.678, 1e-3]) {
+        let out = Tensor::<f32>::full(&dev, &[2 * n], -7.0).unwrap();
+        divide_by_scalar::launch((n.div_ceil(256),), &x, s, &out, n as i32, 256).unwrap();
+        let got = out.to_vec();
+        for i in 0..n {
+            let (a, b) = (xs[i] / s, s / xs[i]);
+            assert!(same_f32(got[i], a), "{:e} / {s:e} = {:e}, want {a:e}", xs[i], got[i]);
+            assert!(same_f32(got[n + i], b), "{s:e} / {:e} = {:e}, want {b:e}", xs[i], got[n + i]);
+        }
+    }
+}
+
+/// Every divisor significand in [1, 2) against dividends in [1, 2): the fast division's results
+/// depend only on the significands inside its range, so this covers each divisor there. About
+/// 2 * 10^8 divisions: run it on the GPU (`--ignored`).
+#[test]
+#[ignore]
+fn f32_division_every_divisor_significand() {
+    let dev = test_device();
+    let n = 1usize << 23;
+    let ys: Vec<f32> = (0..n as u32).map(|m| f32::from_bits(0x3f80_0000 | m)).collect();
+    let y = Tensor::<f32>::from_vec(&dev, &[n], ys.clone()).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[n], -7.0).unwrap();
+    let mut g = Bits(0x1234_5678_9abc_def1);
+    let mut dividends: Vec<f32> = vec![1.0, 1.0 + f32::EPSILON, 2.0 - f32::EPSILON, 1.5];
+    dividends.extend((0..20).map(|_| g.float(0, 0).abs()));
+    for a in dividends {
+        let x = Tensor::<f32>::full(&dev, &[n], a).unwrap();
+        divide_f32::launch((n.div_ceil(256),), &x, &y, &out, n as i32, 256).unwrap();
+        let got = out.to_vec();
+        for i in 0..n {
+            let want = a / ys[i];
+            assert!(same_f32(got[i], want), "{a:e} / {:e} = {:e}, want {want:e}", ys[i], got[i]);
+        }
+    }
 }

@@ -391,7 +391,10 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
               tile_1[__j] = {
                 let __a = ::kernel_std::__private::device::ptr_add(
@@ -974,15 +977,15 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_out,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1006,151 +1009,48 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                     }) as i32,
                   ),
               );
-              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::sub(
-                <f32 as ::kernel_std::__private::device::Num>::add(
-                  <f32 as ::kernel_std::__private::device::Num>::mul(
-                    tile_1[__j],
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
+                  __p_out,
+                  __len_out,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
+                )
+              {
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::sub(
+                    <f32 as ::kernel_std::__private::device::Num>::add(
+                      <f32 as ::kernel_std::__private::device::Num>::mul(
+                        tile_1[__j],
+                        ::kernel_std::__private::device::load(
+                          (__smem.add(384usize) as *mut f32)
+                            .add({
+                              let __pf: usize = __f;
+                              0usize + ((__pf / 1usize) % 32usize) * 1usize
+                            }),
+                        ),
+                      ),
+                      ::kernel_std::__private::device::load(
+                        (__smem.add(384usize) as *mut f32)
+                          .add({
+                            let __pf: usize = __f;
+                            0usize + ((__pf / 32usize) % 32usize) * 1usize
+                          }),
+                      ),
+                    ),
                     ::kernel_std::__private::device::load(
-                      (__smem.add(384usize) as *mut f32)
+                      (__smem.add(640usize) as *mut f32)
                         .add({
                           let __pf: usize = __f;
-                          0usize + ((__pf / 1usize) % 32usize) * 1usize
+                          0usize + ((__pf / 32usize) % 32usize) * 1usize
                         }),
                     ),
                   ),
-                  ::kernel_std::__private::device::load(
-                    (__smem.add(384usize) as *mut f32)
-                      .add({
-                        let __pf: usize = __f;
-                        0usize + ((__pf / 32usize) % 32usize) * 1usize
-                      }),
-                  ),
-                ),
-                ::kernel_std::__private::device::load(
-                  (__smem.add(640usize) as *mut f32)
-                    .add({
-                      let __pf: usize = __f;
-                      0usize + ((__pf / 32usize) % 32usize) * 1usize
-                    }),
-                ),
-              );
-              __sm[__v] = true;
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  f32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
-                  __p_out,
-                  __len_out,
-                  4usize,
-                )
-              {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                );
               }
             }
             __jc += 1;
@@ -1486,15 +1386,15 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_out_t,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1518,130 +1418,27 @@ pub unsafe extern "ptx-kernel" fn broadcast_smem__B_32(
                     }) as i32,
                   ),
               );
-              __sv[__v] = ::kernel_std::__private::device::load(
-                (__smem.add(0usize) as *mut f32)
-                  .add({
-                    let __tf: usize = __f;
-                    (__tf % 32usize) * 32usize + __tf / 32usize
-                  }),
-              );
-              __sm[__v] = true;
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  f32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_out_t,
                   __len_out_t,
-                  4usize,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_out_t,
-                    __len_out_t,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_out_t,
-                    __len_out_t,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_out_t,
-                    __len_out_t,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_out_t,
-                    __len_out_t,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::load(
+                    (__smem.add(0usize) as *mut f32)
+                      .add({
+                        let __tf: usize = __f;
+                        (__tf % 32usize) * 32usize + __tf / 32usize
+                      }),
+                  ),
+                );
               }
             }
             __jc += 1;

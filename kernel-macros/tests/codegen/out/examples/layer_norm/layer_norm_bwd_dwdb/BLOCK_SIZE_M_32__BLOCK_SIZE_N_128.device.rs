@@ -868,7 +868,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   4usize,
                 ) {
-                  let __j: usize = __jc * 4usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    31usize,
+                  );
                   let __f: usize = __f0 + __v;
                   dw_2[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     dw_2[__j],
@@ -1742,7 +1745,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dwdb__BLOCK_SIZE_M_32__BLOCK_SI
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   4usize,
                 ) {
-                  let __j: usize = __jc * 4usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    31usize,
+                  );
                   let __f: usize = __f0 + __v;
                   db_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     db_3[__j],

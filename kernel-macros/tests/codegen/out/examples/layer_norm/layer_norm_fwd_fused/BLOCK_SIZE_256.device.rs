@@ -208,35 +208,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     ::kernel_std::__private::device::bar_sync();
     let __red0: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -437,35 +422,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_256(
     ::kernel_std::__private::device::bar_sync();
     let __red1: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };

@@ -416,7 +416,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   4usize,
                 ) {
-                  let __j: usize = __jc * 4usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
                   _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     _mean_3[__j],
@@ -561,35 +564,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     ::kernel_std::__private::device::bar_sync();
     let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -980,7 +968,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   4usize,
                 ) {
-                  let __j: usize = __jc * 4usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
                   x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1163,35 +1154,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     ::kernel_std::__private::device::bar_sync();
     let __red21: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -2295,28 +2271,83 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               let mut __jc: usize = 0;
               while __jc < __nc {
                 let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-                let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-                let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-                let mut __sm: [bool; 4usize] = [false; 4usize];
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   4usize,
                 ) {
-                  let __j: usize = __jc * 4usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 4usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  let __a = ::kernel_std::__private::device::ptr_add(
                     y_row_2,
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
-                  __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      <f32 as ::kernel_std::__private::device::Num>::add(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            <f32 as ::kernel_std::__private::device::Num>::sub(
+                              {
+                                let __a = ::kernel_std::__private::device::ptr_add(
+                                  x_row_1,
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_15,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                );
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_15,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                  __p_N,
+                                )
+                                  && ::kernel_std::__private::device::in_bounds(
+                                    __a,
+                                    __p_x_ptr,
+                                    __len_x_ptr,
+                                    __fault,
+                                    __tag,
+                                    0u32,
+                                    ::core::line!(),
+                                  )
+                                {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    0f64,
+                                  )
+                                }
+                              },
+                              mean_7,
+                            ),
+                            rstd_14,
+                          ),
                           {
                             let __a = ::kernel_std::__private::device::ptr_add(
-                              x_row_1,
+                              __p_w_ptr,
                               <i32 as ::kernel_std::__private::device::Num>::add(
                                 off_15,
                                 (0i32).wrapping_add((__f) as i32),
@@ -2331,210 +2362,52 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                             )
                               && ::kernel_std::__private::device::in_bounds(
                                 __a,
-                                __p_x_ptr,
-                                __len_x_ptr,
+                                __p_w_ptr,
+                                __len_w_ptr,
                                 __fault,
                                 __tag,
-                                0u32,
+                                2u32,
                                 ::core::line!(),
                               )
                             {
                               ::kernel_std::__private::device::load(__a)
                             } else {
-                              <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                                0f64,
-                              )
+                              <f32 as ::core::default::Default>::default()
                             }
                           },
-                          mean_7,
                         ),
-                        rstd_14,
-                      ),
-                      {
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_w_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_w_ptr,
-                            __len_w_ptr,
-                            __fault,
-                            __tag,
-                            2u32,
-                            ::core::line!(),
-                          )
                         {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <f32 as ::core::default::Default>::default()
-                        }
-                      },
-                    ),
-                    {
-                      let __a = ::kernel_std::__private::device::ptr_add(
-                        __p_b_ptr,
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                      );
-                      if <i32 as ::kernel_std::__private::device::Num>::lt(
-                        <i32 as ::kernel_std::__private::device::Num>::add(
-                          off_15,
-                          (0i32).wrapping_add((__f) as i32),
-                        ),
-                        __p_N,
-                      )
-                        && ::kernel_std::__private::device::in_bounds(
-                          __a,
-                          __p_b_ptr,
-                          __len_b_ptr,
-                          __fault,
-                          __tag,
-                          3u32,
-                          ::core::line!(),
-                        )
-                      {
-                        ::kernel_std::__private::device::load(__a)
-                      } else {
-                        <f32 as ::core::default::Default>::default()
-                      }
-                    },
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  );
-                }
-                if __vfast {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize]
-                  {
-                    ::kernel_std::__private::device::store_vec_any::<
-                      f32,
-                      4usize,
-                    >(__sp[0], true, __sv);
-                  } else {
-                    if __sm[0usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(0usize),
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(1usize),
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(2usize),
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(3usize),
-                        __sv[3usize],
-                      );
-                    }
-                  }
-                } else {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                    && (((0i64).wrapping_add(1i64)) == 1i64
-                      && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                    && ::kernel_std::__private::device::fits(
-                      __sp[0],
-                      __p_y_ptr,
-                      __len_y_ptr,
-                      4usize,
-                    )
-                  {
-                    ::kernel_std::__private::device::store_vec::<
-                      f32,
-                      4usize,
-                    >(__sp[0], __sv);
-                  } else {
-                    if __sm[0usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[0usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[0usize],
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[1usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[1usize],
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[2usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[2usize],
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[3usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[3usize],
-                        __sv[3usize],
-                      );
-                    }
+                          let __a = ::kernel_std::__private::device::ptr_add(
+                            __p_b_ptr,
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                          );
+                          if <i32 as ::kernel_std::__private::device::Num>::lt(
+                            <i32 as ::kernel_std::__private::device::Num>::add(
+                              off_15,
+                              (0i32).wrapping_add((__f) as i32),
+                            ),
+                            __p_N,
+                          )
+                            && ::kernel_std::__private::device::in_bounds(
+                              __a,
+                              __p_b_ptr,
+                              __len_b_ptr,
+                              __fault,
+                              __tag,
+                              3u32,
+                              ::core::line!(),
+                            )
+                          {
+                            ::kernel_std::__private::device::load(__a)
+                          } else {
+                            <f32 as ::core::default::Default>::default()
+                          }
+                        },
+                      ),
+                    );
                   }
                 }
                 __jc += 1;

@@ -581,7 +581,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
                   _mean_3[__j] = <f32 as ::kernel_std::__private::device::Num>::add(
                     _mean_3[__j],
@@ -729,35 +732,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     ::kernel_std::__private::device::bar_sync();
     let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -1313,7 +1301,10 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
                   x_12[__j] = if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
@@ -1499,35 +1490,20 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     ::kernel_std::__private::device::bar_sync();
     let __red21: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -3218,35 +3194,93 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               let mut __jc: usize = 0;
               while __jc < __nc {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                let mut __sm: [bool; 8usize] = [false; 8usize];
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  let __a = ::kernel_std::__private::device::ptr_add(
                     y_row_2,
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_15,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    f32,
-                    ::kernel_std::__private::device::F16,
-                  >(
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        <f32 as ::kernel_std::__private::device::Num>::mul(
-                          <f32 as ::kernel_std::__private::device::Num>::sub(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((__f) as i32),
+                    ),
+                    __p_N,
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
+                    )
+                  {
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
+                        f32,
+                        ::kernel_std::__private::device::F16,
+                      >(
+                        <f32 as ::kernel_std::__private::device::Num>::add(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            <f32 as ::kernel_std::__private::device::Num>::mul(
+                              <f32 as ::kernel_std::__private::device::Num>::sub(
+                                ::kernel_std::__private::device::cast::<
+                                  ::kernel_std::__private::device::F16,
+                                  f32,
+                                >({
+                                  let __a = ::kernel_std::__private::device::ptr_add(
+                                    x_row_1,
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      off_15,
+                                      (0i32).wrapping_add((__f) as i32),
+                                    ),
+                                  );
+                                  if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      off_15,
+                                      (0i32).wrapping_add((__f) as i32),
+                                    ),
+                                    __p_N,
+                                  )
+                                    && ::kernel_std::__private::device::in_bounds(
+                                      __a,
+                                      __p_x_ptr,
+                                      __len_x_ptr,
+                                      __fault,
+                                      __tag,
+                                      0u32,
+                                      ::core::line!(),
+                                    )
+                                  {
+                                    ::kernel_std::__private::device::load(__a)
+                                  } else {
+                                    <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                      0f64,
+                                    )
+                                  }
+                                }),
+                                mean_7,
+                              ),
+                              rstd_14,
+                            ),
                             ::kernel_std::__private::device::cast::<
                               ::kernel_std::__private::device::F16,
                               f32,
                             >({
                               let __a = ::kernel_std::__private::device::ptr_add(
-                                x_row_1,
+                                __p_w_ptr,
                                 <i32 as ::kernel_std::__private::device::Num>::add(
                                   off_15,
                                   (0i32).wrapping_add((__f) as i32),
@@ -3261,308 +3295,56 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                               )
                                 && ::kernel_std::__private::device::in_bounds(
                                   __a,
-                                  __p_x_ptr,
-                                  __len_x_ptr,
+                                  __p_w_ptr,
+                                  __len_w_ptr,
                                   __fault,
                                   __tag,
-                                  0u32,
+                                  2u32,
                                   ::core::line!(),
                                 )
                               {
                                 ::kernel_std::__private::device::load(__a)
                               } else {
-                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                  0f64,
-                                )
+                                <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                               }
                             }),
-                            mean_7,
                           ),
-                          rstd_14,
-                        ),
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F16,
-                          f32,
-                        >({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            __p_w_ptr,
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_15,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_15,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_N,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_w_ptr,
-                              __len_w_ptr,
-                              __fault,
-                              __tag,
-                              2u32,
-                              ::core::line!(),
+                          ::kernel_std::__private::device::cast::<
+                            ::kernel_std::__private::device::F16,
+                            f32,
+                          >({
+                            let __a = ::kernel_std::__private::device::ptr_add(
+                              __p_b_ptr,
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                            );
+                            if <i32 as ::kernel_std::__private::device::Num>::lt(
+                              <i32 as ::kernel_std::__private::device::Num>::add(
+                                off_15,
+                                (0i32).wrapping_add((__f) as i32),
+                              ),
+                              __p_N,
                             )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                          }
-                        }),
+                              && ::kernel_std::__private::device::in_bounds(
+                                __a,
+                                __p_b_ptr,
+                                __len_b_ptr,
+                                __fault,
+                                __tag,
+                                3u32,
+                                ::core::line!(),
+                              )
+                            {
+                              ::kernel_std::__private::device::load(__a)
+                            } else {
+                              <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                            }
+                          }),
+                        ),
                       ),
-                      ::kernel_std::__private::device::cast::<
-                        ::kernel_std::__private::device::F16,
-                        f32,
-                      >({
-                        let __a = ::kernel_std::__private::device::ptr_add(
-                          __p_b_ptr,
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                        );
-                        if <i32 as ::kernel_std::__private::device::Num>::lt(
-                          <i32 as ::kernel_std::__private::device::Num>::add(
-                            off_15,
-                            (0i32).wrapping_add((__f) as i32),
-                          ),
-                          __p_N,
-                        )
-                          && ::kernel_std::__private::device::in_bounds(
-                            __a,
-                            __p_b_ptr,
-                            __len_b_ptr,
-                            __fault,
-                            __tag,
-                            3u32,
-                            ::core::line!(),
-                          )
-                        {
-                          ::kernel_std::__private::device::load(__a)
-                        } else {
-                          <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                        }
-                      }),
-                    ),
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_15,
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_N,
-                  );
-                }
-                if __vfast {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                  {
-                    ::kernel_std::__private::device::store_vec_any::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], true, __sv);
-                  } else {
-                    if __sm[0usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(0usize),
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(1usize),
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(2usize),
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(3usize),
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(4usize),
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(5usize),
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(6usize),
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(7usize),
-                        __sv[7usize],
-                      );
-                    }
-                  }
-                } else {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                    && (__sp[0] as usize) % 16usize == 0
-                    && (((0i64).wrapping_add(1i64)) == 1i64
-                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                    && ::kernel_std::__private::device::fits(
-                      __sp[0],
-                      __p_y_ptr,
-                      __len_y_ptr,
-                      8usize,
-                    )
-                  {
-                    ::kernel_std::__private::device::store_vec::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], __sv);
-                  } else {
-                    if __sm[0usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[0usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[0usize],
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[1usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[1usize],
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[2usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[2usize],
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[3usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[3usize],
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[4usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[4usize],
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[5usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[5usize],
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[6usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[6usize],
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[7usize],
-                        __p_y_ptr,
-                        __len_y_ptr,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[7usize],
-                        __sv[7usize],
-                      );
-                    }
+                    );
                   }
                 }
                 __jc += 1;

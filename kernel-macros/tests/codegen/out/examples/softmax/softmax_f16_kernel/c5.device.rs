@@ -418,67 +418,24 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c5(
     ::kernel_std::__private::device::bar_sync();
     let __red4: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 16usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 8usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 9usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 10usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 11usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 12usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 13usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 14usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 15usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -625,67 +582,24 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c5(
     ::kernel_std::__private::device::bar_sync();
     let __red5: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 16usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 8usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 9usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 10usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 11usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 12usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 13usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 14usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 15usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };

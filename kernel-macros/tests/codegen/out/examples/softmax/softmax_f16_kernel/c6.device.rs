@@ -491,7 +491,10 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               8usize,
             ) {
-              let __j: usize = __jc * 8usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                15usize,
+              );
               let __f: usize = __f0 + __v;
               x_4[__j] = ::kernel_std::__private::device::cast::<
                 ::kernel_std::__private::device::F16,
@@ -626,67 +629,24 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
     ::kernel_std::__private::device::bar_sync();
     let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 16usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 8usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 9usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 10usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 11usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 12usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 13usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 14usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 15usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -834,67 +794,24 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
     ::kernel_std::__private::device::bar_sync();
     let __red11: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 16usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (16usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 8usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 9usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 10usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 11usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 12usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 13usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 14usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 15usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 8u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -1235,238 +1152,44 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-            let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-            let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-            let mut __sm: [bool; 8usize] = [false; 8usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               8usize,
             ) {
-              let __j: usize = __jc * 8usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                15usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 out_ptr_8,
                 (0i32).wrapping_add((__f) as i32),
               );
-              __sv[__v] = ::kernel_std::__private::device::cast::<
-                f32,
-                ::kernel_std::__private::device::F16,
-              >(
-                <f32 as ::kernel_std::__private::device::Num>::div(
-                  numerator_6[__j],
-                  denominator_7,
-                ),
-              );
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
                 __p_n_cols,
-              );
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                && __sm[6usize] && __sm[7usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-                if __sm[4usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(4usize),
-                    __sv[4usize],
-                  );
-                }
-                if __sm[5usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(5usize),
-                    __sv[5usize],
-                  );
-                }
-                if __sm[6usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(6usize),
-                    __sv[6usize],
-                  );
-                }
-                if __sm[7usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(7usize),
-                    __sv[7usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                && __sm[6usize] && __sm[7usize]
-                && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_output_ptr,
                   __len_output_ptr,
-                  8usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  ::kernel_std::__private::device::F16,
-                  8usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
-                if __sm[4usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[4usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[4usize],
-                    __sv[4usize],
-                  );
-                }
-                if __sm[5usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[5usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[5usize],
-                    __sv[5usize],
-                  );
-                }
-                if __sm[6usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[6usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[6usize],
-                    __sv[6usize],
-                  );
-                }
-                if __sm[7usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[7usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[7usize],
-                    __sv[7usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(
+                  __a,
+                  ::kernel_std::__private::device::cast::<
+                    f32,
+                    ::kernel_std::__private::device::F16,
+                  >(
+                    <f32 as ::kernel_std::__private::device::Num>::div(
+                      numerator_6[__j],
+                      denominator_7,
+                    ),
+                  ),
+                );
               }
             }
             __jc += 1;

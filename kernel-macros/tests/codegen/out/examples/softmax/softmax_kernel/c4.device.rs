@@ -338,7 +338,10 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
               x_4[__j] = {
                 let __a = ::kernel_std::__private::device::ptr_add(
@@ -468,35 +471,20 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
     ::kernel_std::__private::device::bar_sync();
     let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -642,35 +630,20 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
     ::kernel_std::__private::device::bar_sync();
     let __red11: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -899,142 +872,39 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c4(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 out_ptr_8,
                 (0i32).wrapping_add((__f) as i32),
               );
-              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::div(
-                numerator_6[__j],
-                denominator_7,
-              );
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
                 (0i32).wrapping_add((__f) as i32),
                 __p_n_cols,
-              );
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  f32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_output_ptr,
                   __len_output_ptr,
-                  4usize,
+                  __fault,
+                  __tag,
+                  0u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    0u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::div(
+                    numerator_6[__j],
+                    denominator_7,
+                  ),
+                );
               }
             }
             __jc += 1;

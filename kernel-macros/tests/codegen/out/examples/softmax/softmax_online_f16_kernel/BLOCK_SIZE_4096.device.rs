@@ -656,7 +656,10 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
                   x_8[__j] = ::kernel_std::__private::device::cast::<
                     ::kernel_std::__private::device::F16,
@@ -904,35 +907,20 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
     ::kernel_std::__private::device::bar_sync();
     let __red10: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::max(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::max(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -1041,35 +1029,20 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
     ::kernel_std::__private::device::bar_sync();
     let __red11: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
-      let __o: usize = (0usize) * 8usize;
-      let mut __a: f32 = ::kernel_std::__private::device::load(__po.add(__o));
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 1usize)),
+      let mut __a: f32 = ::kernel_std::__private::device::load(
+        __po.add(__lane & (8usize - 1)),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 2usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 1u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 3usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 2u32),
       );
       __a = <f32 as ::kernel_std::__private::device::Num>::add(
         __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 4usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 5usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 6usize)),
-      );
-      __a = <f32 as ::kernel_std::__private::device::Num>::add(
-        __a,
-        ::kernel_std::__private::device::load(__po.add(__o + 7usize)),
+        <f32 as ::kernel_std::__private::device::Shuffle>::shfl_xor(__a, 4u32),
       );
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
@@ -1963,286 +1936,92 @@ pub unsafe extern "ptx-kernel" fn softmax_online_f16_kernel__BLOCK_SIZE_4096(
               let mut __jc: usize = 0;
               while __jc < __nc {
                 let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                let mut __sm: [bool; 8usize] = [false; 8usize];
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  let __a = ::kernel_std::__private::device::ptr_add(
                     out_ptr_2,
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_12,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                   );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    f32,
-                    ::kernel_std::__private::device::F16,
-                  >(
-                    <f32 as ::kernel_std::__private::device::Num>::mul(
-                      <f32 as ::kernel_std::__private::device::Float>::exp(
-                        <f32 as ::kernel_std::__private::device::Num>::sub(
-                          ::kernel_std::__private::device::cast::<
-                            ::kernel_std::__private::device::F16,
-                            f32,
-                          >({
-                            let __a = ::kernel_std::__private::device::ptr_add(
-                              row_ptr_1,
-                              <i32 as ::kernel_std::__private::device::Num>::mul(
-                                <i32 as ::kernel_std::__private::device::Num>::add(
-                                  off_12,
-                                  (0i32).wrapping_add((__f) as i32),
-                                ),
-                                __p_input_col_stride,
-                              ),
-                            );
-                            if <i32 as ::kernel_std::__private::device::Num>::lt(
-                              <i32 as ::kernel_std::__private::device::Num>::add(
-                                off_12,
-                                (0i32).wrapping_add((__f) as i32),
-                              ),
-                              __p_n_cols,
-                            )
-                              && ::kernel_std::__private::device::in_bounds(
-                                __a,
-                                __p_input_ptr,
-                                __len_input_ptr,
-                                __fault,
-                                __tag,
-                                1u32,
-                                ::core::line!(),
-                              )
-                            {
-                              ::kernel_std::__private::device::load(__a)
-                            } else {
-                              <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                                f64::NEG_INFINITY,
-                              )
-                            }
-                          }),
-                          row_max_10,
-                        ),
-                      ),
-                      inv_sum_11,
-                    ),
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_12,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_n_cols,
-                  );
-                }
-                if __vfast {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                  {
-                    ::kernel_std::__private::device::store_vec_any::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], true, __sv);
-                  } else {
-                    if __sm[0usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(0usize),
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(1usize),
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(2usize),
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(3usize),
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(4usize),
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(5usize),
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(6usize),
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(7usize),
-                        __sv[7usize],
-                      );
-                    }
-                  }
-                } else {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                    && (__sp[0] as usize) % 16usize == 0
-                    && (((0i64).wrapping_add(1i64)) == 1i64
-                      && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize)
-                    && ::kernel_std::__private::device::fits(
-                      __sp[0],
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
                       __p_output_ptr,
                       __len_output_ptr,
-                      8usize,
+                      __fault,
+                      __tag,
+                      0u32,
+                      ::core::line!(),
                     )
                   {
-                    ::kernel_std::__private::device::store_vec::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], __sv);
-                  } else {
-                    if __sm[0usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[0usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[0usize],
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[1usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[1usize],
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[2usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[2usize],
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[3usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[3usize],
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[4usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[4usize],
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[5usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[5usize],
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[6usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[6usize],
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[7usize],
-                        __p_output_ptr,
-                        __len_output_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[7usize],
-                        __sv[7usize],
-                      );
-                    }
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
+                        f32,
+                        ::kernel_std::__private::device::F16,
+                      >(
+                        <f32 as ::kernel_std::__private::device::Num>::mul(
+                          <f32 as ::kernel_std::__private::device::Float>::exp(
+                            <f32 as ::kernel_std::__private::device::Num>::sub(
+                              ::kernel_std::__private::device::cast::<
+                                ::kernel_std::__private::device::F16,
+                                f32,
+                              >({
+                                let __a = ::kernel_std::__private::device::ptr_add(
+                                  row_ptr_1,
+                                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                                    <i32 as ::kernel_std::__private::device::Num>::add(
+                                      off_12,
+                                      (0i32).wrapping_add((__f) as i32),
+                                    ),
+                                    __p_input_col_stride,
+                                  ),
+                                );
+                                if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                  <i32 as ::kernel_std::__private::device::Num>::add(
+                                    off_12,
+                                    (0i32).wrapping_add((__f) as i32),
+                                  ),
+                                  __p_n_cols,
+                                )
+                                  && ::kernel_std::__private::device::in_bounds(
+                                    __a,
+                                    __p_input_ptr,
+                                    __len_input_ptr,
+                                    __fault,
+                                    __tag,
+                                    1u32,
+                                    ::core::line!(),
+                                  )
+                                {
+                                  ::kernel_std::__private::device::load(__a)
+                                } else {
+                                  <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                    f64::NEG_INFINITY,
+                                  )
+                                }
+                              }),
+                              row_max_10,
+                            ),
+                          ),
+                          inv_sum_11,
+                        ),
+                      ),
+                    );
                   }
                 }
                 __jc += 1;

@@ -1010,15 +1010,15 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 __p_output_ptr,
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1030,89 +1030,7 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                   (0i32).wrapping_add((__f) as i32),
                 ),
               );
-              __sv[__v] = <f32 as ::kernel_std::__private::device::Num>::add(
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_x_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_x_ptr,
-                      __len_x_ptr,
-                      __fault,
-                      __tag,
-                      0u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  }
-                },
-                {
-                  let __a = ::kernel_std::__private::device::ptr_add(
-                    __p_y_ptr,
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                  );
-                  if <i32 as ::kernel_std::__private::device::Num>::lt(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      <i32 as ::kernel_std::__private::device::Num>::mul(
-                        pid_0,
-                        <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                          1024i64,
-                        ),
-                      ),
-                      (0i32).wrapping_add((__f) as i32),
-                    ),
-                    __p_n_elements,
-                  )
-                    && ::kernel_std::__private::device::in_bounds(
-                      __a,
-                      __p_y_ptr,
-                      __len_y_ptr,
-                      __fault,
-                      __tag,
-                      1u32,
-                      ::core::line!(),
-                    )
-                  {
-                    ::kernel_std::__private::device::load(__a)
-                  } else {
-                    <f32 as ::core::default::Default>::default()
-                  }
-                },
-              );
-              __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+              if <i32 as ::kernel_std::__private::device::Num>::lt(
                 <i32 as ::kernel_std::__private::device::Num>::add(
                   <i32 as ::kernel_std::__private::device::Num>::mul(
                     pid_0,
@@ -1123,123 +1041,102 @@ pub unsafe extern "ptx-kernel" fn add_kernel__BLOCK_SIZE_1024(
                   (0i32).wrapping_add((__f) as i32),
                 ),
                 __p_n_elements,
-              );
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  f32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && (((0i64).wrapping_add(1i64)) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              )
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_output_ptr,
                   __len_output_ptr,
-                  4usize,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(
+                  __a,
+                  <f32 as ::kernel_std::__private::device::Num>::add(
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_x_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_elements,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_x_ptr,
+                          __len_x_ptr,
+                          __fault,
+                          __tag,
+                          0u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                    {
+                      let __a = ::kernel_std::__private::device::ptr_add(
+                        __p_y_ptr,
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                      );
+                      if <i32 as ::kernel_std::__private::device::Num>::lt(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          <i32 as ::kernel_std::__private::device::Num>::mul(
+                            pid_0,
+                            <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                              1024i64,
+                            ),
+                          ),
+                          (0i32).wrapping_add((__f) as i32),
+                        ),
+                        __p_n_elements,
+                      )
+                        && ::kernel_std::__private::device::in_bounds(
+                          __a,
+                          __p_y_ptr,
+                          __len_y_ptr,
+                          __fault,
+                          __tag,
+                          1u32,
+                          ::core::line!(),
+                        )
+                      {
+                        ::kernel_std::__private::device::load(__a)
+                      } else {
+                        <f32 as ::core::default::Default>::default()
+                      }
+                    },
+                  ),
+                );
               }
             }
             __jc += 1;

@@ -646,7 +646,10 @@ pub unsafe extern "ptx-kernel" fn long_reductions__R_4__C_512(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               8usize,
             ) {
-              let __j: usize = __jc * 8usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 8usize + __v,
+                15usize,
+              );
               let __f: usize = __f0 + __v;
               v_2[__j] = {
                 let __a = ::kernel_std::__private::device::ptr_add(

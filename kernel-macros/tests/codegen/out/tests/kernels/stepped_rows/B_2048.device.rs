@@ -1036,15 +1036,15 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
               let mut __jc: usize = 0;
               while __jc < __nc {
                 let __f0: usize = (__jc * 128usize + __tid) * 8usize;
-                let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
-                let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
-                let mut __sm: [bool; 8usize] = [false; 8usize];
                 for __v in 0..::kernel_std::__private::device::opaque_usize(
                   8usize,
                 ) {
-                  let __j: usize = __jc * 8usize + __v;
+                  let __j: usize = ::core::cmp::min(
+                    __jc * 8usize + __v,
+                    15usize,
+                  );
                   let __f: usize = __f0 + __v;
-                  __sp[__v] = ::kernel_std::__private::device::ptr_add(
+                  let __a = ::kernel_std::__private::device::ptr_add(
                     ::kernel_std::__private::device::ptr_add(
                       ::kernel_std::__private::device::ptr_add(
                         __p_y,
@@ -1057,281 +1057,82 @@ pub unsafe extern "ptx-kernel" fn stepped_rows__B_2048(
                     ),
                     ys_2_off,
                   );
-                  __sv[__v] = ::kernel_std::__private::device::cast::<
-                    f32,
-                    ::kernel_std::__private::device::F16,
-                  >(
-                    <f32 as ::kernel_std::__private::device::Num>::add(
-                      <f32 as ::kernel_std::__private::device::Num>::mul(
-                        ::kernel_std::__private::device::cast::<
-                          ::kernel_std::__private::device::F16,
-                          f32,
-                        >({
-                          let __a = ::kernel_std::__private::device::ptr_add(
-                            ::kernel_std::__private::device::ptr_add(
-                              ::kernel_std::__private::device::ptr_add(
-                                __p_x,
-                                <i32 as ::kernel_std::__private::device::Num>::mul(
-                                  row_0,
-                                  __p_stride,
-                                ),
-                              ),
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            xs_1_off,
-                          );
-                          if <i32 as ::kernel_std::__private::device::Num>::lt(
-                            <i32 as ::kernel_std::__private::device::Num>::add(
-                              off_3,
-                              (0i32).wrapping_add((__f) as i32),
-                            ),
-                            __p_n,
-                          )
-                            && ::kernel_std::__private::device::in_bounds(
-                              __a,
-                              __p_x,
-                              __len_x,
-                              __fault,
-                              __tag,
-                              0u32,
-                              ::core::line!(),
-                            )
-                          {
-                            ::kernel_std::__private::device::load(__a)
-                          } else {
-                            <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                              0f64,
-                            )
-                          }
-                        }),
-                        <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                          2f64,
-                        ),
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        1f64,
-                      ),
-                    ),
-                  );
-                  __sm[__v] = <i32 as ::kernel_std::__private::device::Num>::lt(
+                  if <i32 as ::kernel_std::__private::device::Num>::lt(
                     <i32 as ::kernel_std::__private::device::Num>::add(
                       off_3,
                       (0i32).wrapping_add((__f) as i32),
                     ),
                     __p_n,
-                  );
-                }
-                if __vfast {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                  {
-                    ::kernel_std::__private::device::store_vec_any::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], true, __sv);
-                  } else {
-                    if __sm[0usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(0usize),
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(1usize),
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(2usize),
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(3usize),
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(4usize),
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(5usize),
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(6usize),
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize] {
-                      ::kernel_std::__private::device::store(
-                        __sp[0].add(7usize),
-                        __sv[7usize],
-                      );
-                    }
-                  }
-                } else {
-                  if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                    && __sm[3usize] && __sm[4usize] && __sm[5usize]
-                    && __sm[6usize] && __sm[7usize]
-                    && (__sp[0] as usize) % 16usize == 0
-                    && (__sp[1usize] as usize) == (__sp[0] as usize) + 2usize
-                    && (__sp[2usize] as usize) == (__sp[0] as usize) + 4usize
-                    && (__sp[3usize] as usize) == (__sp[0] as usize) + 6usize
-                    && (__sp[4usize] as usize) == (__sp[0] as usize) + 8usize
-                    && (__sp[5usize] as usize) == (__sp[0] as usize) + 10usize
-                    && (__sp[6usize] as usize) == (__sp[0] as usize) + 12usize
-                    && (__sp[7usize] as usize) == (__sp[0] as usize) + 14usize
-                    && ::kernel_std::__private::device::fits(
-                      __sp[0],
+                  )
+                    && ::kernel_std::__private::device::in_bounds(
+                      __a,
                       __p_y,
                       __len_y,
-                      8usize,
+                      __fault,
+                      __tag,
+                      1u32,
+                      ::core::line!(),
                     )
                   {
-                    ::kernel_std::__private::device::store_vec::<
-                      ::kernel_std::__private::device::F16,
-                      8usize,
-                    >(__sp[0], __sv);
-                  } else {
-                    if __sm[0usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[0usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[0usize],
-                        __sv[0usize],
-                      );
-                    }
-                    if __sm[1usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[1usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[1usize],
-                        __sv[1usize],
-                      );
-                    }
-                    if __sm[2usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[2usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[2usize],
-                        __sv[2usize],
-                      );
-                    }
-                    if __sm[3usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[3usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[3usize],
-                        __sv[3usize],
-                      );
-                    }
-                    if __sm[4usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[4usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[4usize],
-                        __sv[4usize],
-                      );
-                    }
-                    if __sm[5usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[5usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[5usize],
-                        __sv[5usize],
-                      );
-                    }
-                    if __sm[6usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[6usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[6usize],
-                        __sv[6usize],
-                      );
-                    }
-                    if __sm[7usize]
-                      && ::kernel_std::__private::device::in_bounds(
-                        __sp[7usize],
-                        __p_y,
-                        __len_y,
-                        __fault,
-                        __tag,
-                        1u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::store(
-                        __sp[7usize],
-                        __sv[7usize],
-                      );
-                    }
+                    ::kernel_std::__private::device::store(
+                      __a,
+                      ::kernel_std::__private::device::cast::<
+                        f32,
+                        ::kernel_std::__private::device::F16,
+                      >(
+                        <f32 as ::kernel_std::__private::device::Num>::add(
+                          <f32 as ::kernel_std::__private::device::Num>::mul(
+                            ::kernel_std::__private::device::cast::<
+                              ::kernel_std::__private::device::F16,
+                              f32,
+                            >({
+                              let __a = ::kernel_std::__private::device::ptr_add(
+                                ::kernel_std::__private::device::ptr_add(
+                                  ::kernel_std::__private::device::ptr_add(
+                                    __p_x,
+                                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                                      row_0,
+                                      __p_stride,
+                                    ),
+                                  ),
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                xs_1_off,
+                              );
+                              if <i32 as ::kernel_std::__private::device::Num>::lt(
+                                <i32 as ::kernel_std::__private::device::Num>::add(
+                                  off_3,
+                                  (0i32).wrapping_add((__f) as i32),
+                                ),
+                                __p_n,
+                              )
+                                && ::kernel_std::__private::device::in_bounds(
+                                  __a,
+                                  __p_x,
+                                  __len_x,
+                                  __fault,
+                                  __tag,
+                                  0u32,
+                                  ::core::line!(),
+                                )
+                              {
+                                ::kernel_std::__private::device::load(__a)
+                              } else {
+                                <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                                  0f64,
+                                )
+                              }
+                            }),
+                            <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                              2f64,
+                            ),
+                          ),
+                          <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                            1f64,
+                          ),
+                        ),
+                      ),
+                    );
                   }
                 }
                 __jc += 1;

@@ -390,7 +390,10 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                63usize,
+              );
               let __f: usize = __f0 + __v;
               v_2[__j] = {
                 let __a = ::kernel_std::__private::device::ptr_add(
@@ -1020,15 +1023,15 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_out,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1037,124 +1040,18 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
                 ),
                 (0i32).wrapping_add((__f) as i32),
               );
-              __sv[__v] = __red2[__j];
-              __sm[__v] = true;
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  f32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_out,
                   __len_out,
-                  4usize,
+                  __fault,
+                  __tag,
+                  2u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  f32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_out,
-                    __len_out,
-                    __fault,
-                    __tag,
-                    2u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(__a, __red2[__j]);
               }
             }
             __jc += 1;
@@ -2050,136 +1947,30 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_8__C_256(
           let mut __jc: usize = 0;
           while __jc < __nc {
             let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-            let mut __sp: [*mut i32; 4usize] = [::core::ptr::null_mut(); 4usize];
-            let mut __sv: [i32; 4usize] = [<i32 as ::core::default::Default>::default(); 4usize];
-            let mut __sm: [bool; 4usize] = [false; 4usize];
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                7usize,
+              );
               let __f: usize = __f0 + __v;
-              __sp[__v] = ::kernel_std::__private::device::ptr_add(
+              let __a = ::kernel_std::__private::device::ptr_add(
                 __p_xo,
                 (0i32).wrapping_add((__f) as i32),
               );
-              __sv[__v] = __red6[__j];
-              __sm[__v] = true;
-            }
-            if __vfast {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize]
-              {
-                ::kernel_std::__private::device::store_vec_any::<
-                  i32,
-                  4usize,
-                >(__sp[0], true, __sv);
-              } else {
-                if __sm[0usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(0usize),
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(1usize),
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(2usize),
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize] {
-                  ::kernel_std::__private::device::store(
-                    __sp[0].add(3usize),
-                    __sv[3usize],
-                  );
-                }
-              }
-            } else {
-              if true && __sm[0usize] && __sm[1usize] && __sm[2usize]
-                && __sm[3usize] && (__sp[0] as usize) % 16usize == 0
-                && ((1i64) == 1i64
-                  && (__sp[3usize] as usize) == (__sp[0] as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __sp[0],
+              if true
+                && ::kernel_std::__private::device::in_bounds(
+                  __a,
                   __p_xo,
                   __len_xo,
-                  4usize,
+                  __fault,
+                  __tag,
+                  3u32,
+                  ::core::line!(),
                 )
               {
-                ::kernel_std::__private::device::store_vec::<
-                  i32,
-                  4usize,
-                >(__sp[0], __sv);
-              } else {
-                if __sm[0usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[0usize],
-                    __p_xo,
-                    __len_xo,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[0usize],
-                    __sv[0usize],
-                  );
-                }
-                if __sm[1usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[1usize],
-                    __p_xo,
-                    __len_xo,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[1usize],
-                    __sv[1usize],
-                  );
-                }
-                if __sm[2usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[2usize],
-                    __p_xo,
-                    __len_xo,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[2usize],
-                    __sv[2usize],
-                  );
-                }
-                if __sm[3usize]
-                  && ::kernel_std::__private::device::in_bounds(
-                    __sp[3usize],
-                    __p_xo,
-                    __len_xo,
-                    __fault,
-                    __tag,
-                    3u32,
-                    ::core::line!(),
-                  )
-                {
-                  ::kernel_std::__private::device::store(
-                    __sp[3usize],
-                    __sv[3usize],
-                  );
-                }
+                ::kernel_std::__private::device::store(__a, __red6[__j]);
               }
             }
             __jc += 1;

@@ -390,7 +390,10 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c1__R_8__C_256(
             for __v in 0..::kernel_std::__private::device::opaque_usize(
               4usize,
             ) {
-              let __j: usize = __jc * 4usize + __v;
+              let __j: usize = ::core::cmp::min(
+                __jc * 4usize + __v,
+                15usize,
+              );
               let __f: usize = __f0 + __v;
               v_2[__j] = {
                 let __a = ::kernel_std::__private::device::ptr_add(
