@@ -34,6 +34,11 @@ impl DevGen<'_> {
     /// `true` when the `n` elements from the pointer value `p` (of the block `ptr`) fit in their
     /// buffer; no record is written (a chunk test: the element path checks again).
     pub(super) fn fits_code(&self, ptr: ExprId, p: &TokenStream, n: usize) -> TokenStream {
+        self.fits_code_n(ptr, p, quote!(#n))
+    }
+
+    /// [`Self::fits_code`] for `n` elements given by a `usize` expression.
+    pub(super) fn fits_code_n(&self, ptr: ExprId, p: &TokenStream, n: TokenStream) -> TokenStream {
         let d = &self.d;
         match self.extent(ptr) {
             Some((base, len, _)) => quote!(#d::fits(#p, #base, #len, #n)),

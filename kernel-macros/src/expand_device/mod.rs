@@ -50,6 +50,7 @@ mod plan;
 pub use entry::entry;
 mod split;
 mod vector;
+mod whole;
 
 use plan::{DevicePlan, Layout, LocalKind, Schedule, SplitLoop, PipeOp, PipePlan};
 

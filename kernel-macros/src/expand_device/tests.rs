@@ -783,7 +783,7 @@ fn elementwise_phases_of_several_chunks_are_split() {
     // 4 warps: 1024 elements are 8 per thread (one chunk of 8 f16), 4096 are four chunks.
     let one = device_code("BLOCK = [1024], num_warps = 4", add);
     let four = device_code("BLOCK = [4096], num_warps = 4", add);
-    let split = "let __vfast : bool = { let mut __ok : bool = true ;";
+    let split = "let __vfast : bool = { let mut __ok : bool = true";
     assert!(!one.contains("__vfast"), "one chunk: the tests stay in the chunk code");
     assert_eq!(four.matches(split).count(), 1, "one phase: the store with its two loads");
     // The fast copy: predicated vector accesses; the checked copy: loops with scalar accesses.
@@ -983,4 +983,42 @@ fn reductions_to_one_value_combine_the_warps_partials_across_lanes() {
     // 4 warps: the partials are read one after the other.
     let code = device_code("BLOCK = [1024], num_warps = 4", src);
     assert_eq!((code.matches("__lane & (").count(), code.matches("shfl_xor").count()), (0, 5));
+}
+
+/// A split phase over a one-dimensional block whose pointer blocks step by one element along it
+/// and whose masks keep a prefix (`cols < n`) tests the kept range once, for the whole block;
+/// other accesses keep the loop over the thread's chunks.
+#[test]
+fn prefix_masked_rows_are_tested_once_for_the_whole_block() {
+    // The code computing `__vfast` (the split test), and whether it loops over the chunks.
+    let test_of = |code: &str| -> String {
+        let start = code.find("let __vfast : bool = { let mut __ok : bool = true").expect("a split phase");
+        let len = code[start..].find("if __vfast").unwrap();
+        code[start..start + len].to_string()
+    };
+    let loops = |code: &str| test_of(code).contains("while __jc < __nc");
+    let rows = "fn rows<const BLOCK: i32>(x: Ptr<f16>, y: Ptr<f16>, stride: i32, n: i32) {
+        let row = program_id(0);
+        let cols = arange(0, BLOCK);
+        let mask = cols < n;
+        let v = load(x + row * stride + cols, mask, 0.0).to::<f32>();
+        store(y + row * stride + cols, (v * 2.0).to::<f16>(), mask);
+    }";
+    let code = device_code("BLOCK = [4096], num_warps = 4", rows);
+    assert!(!loops(&code), "no loop over the chunks");
+    // The load and the store: the kept prefix rounded up to chunks, each tested at its ends.
+    assert_eq!(test_of(&code).matches("let __eu : usize").count(), 2);
+    // A mask that is not a prefix (`cols > n`) is tested chunk by chunk.
+    let suffix = rows.replace("cols < n", "cols > n");
+    let code = device_code("BLOCK = [4096], num_warps = 4", &suffix);
+    assert!(loops(&code) && !test_of(&code).contains("let __eu : usize"));
+    // Two-dimensional blocks are tested chunk by chunk.
+    let tile = "fn tile<const BLOCK: i32>(x: Ptr<f16>, y: Ptr<f16>, stride: i32) {
+        let r = arange(0, 8);
+        let c = arange(0, BLOCK);
+        let p = r.as_col() * stride + c.as_row();
+        store(y + p, load(x + p));
+    }";
+    let code = device_code("BLOCK = [256], num_warps = 4", tile);
+    assert!(loops(&code) && !test_of(&code).contains("let __eu : usize"));
 }

@@ -5,6 +5,7 @@
 //! addresses contiguous and aligned to the access size and its mask all true, and element by
 //! element otherwise (edges, strided or unaligned tensors).
 
+use super::whole::SplitTest;
 use super::*;
 
 /// The alignment in bytes a chunk's address needs for `load_vec_any` and `store_vec_any` (4-byte
@@ -16,12 +17,19 @@ fn pieces_align() -> proc_macro2::Literal {
     proc_macro2::Literal::usize_unsuffixed(PIECES_ALIGN)
 }
 
+/// A split phase's test of one access: of the whole block, or of the chunk at `__f0`.
+pub(super) enum AccessTest {
+    Whole(TokenStream),
+    Chunk(TokenStream),
+}
+
 /// What a chunked phase in the cyclic layout writes, for [`DevGen::split_phase`].
 pub(super) struct PhaseOut<'a, 'k> {
     /// The per-thread array the phase assigns (a block `let` or assignment).
     dest: Option<Ident>,
-    /// The test that the phase's store can write the chunk at `__f0` with one vector access.
-    store_test: Option<TokenStream>,
+    /// The test that the phase's store can write its chunks with one vector access each: of
+    /// the whole block, or of the chunk at `__f0`.
+    store_test: Option<AccessTest>,
     /// The store's chunk code in a split phase (`__vfast` selects the unchecked access).
     store_after: Option<TokenStream>,
     /// A store's element code for the split phase's checked copy: it writes each element as it
@@ -215,25 +223,30 @@ impl<'k> DevGen<'k> {
         }
     }
 
-    /// The test, for the chunk at `__f0`, that every access of a phase (its chunk-read `loads`
-    /// and the store of `out`) can go by predicated whole-chunk accesses (`load_vec_any`,
-    /// `store_vec_any`; the mask applied per element): the chunk is contiguous, 4-byte aligned
-    /// and inside its buffer, or masked out entirely. `Some` when the phase may be split
-    /// ([`Self::may_split`], [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`]
-    /// chunk accesses, and each access has a test reading no per-thread array (evaluated ahead
-    /// of the element code, such a read would go through shared memory).
-    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<TokenStream> {
+    /// The test that every access of a phase (its chunk-read `loads` and the store of `out`)
+    /// can go by predicated whole-chunk accesses (`load_vec_any`, `store_vec_any`; the mask
+    /// applied per element): each chunk is contiguous, 4-byte aligned and inside its buffer, or
+    /// masked out entirely; tested for the whole block where [`Self::whole_block_test`] can,
+    /// else for the chunk at `__f0`. `Some` when the phase may be split ([`Self::may_split`],
+    /// [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`] chunk accesses, and
+    /// each access has a test reading no per-thread array (evaluated ahead of the element code,
+    /// such a read would go through shared memory).
+    fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<SplitTest> {
         let k = self.k;
         let v = self.vec_width(numel);
         let accesses = loads.len() + out.store_test.is_some() as usize;
         if !self.may_split(numel) || (self.per_thread(numel) / v) * accesses < plan::MIN_SPLIT_ACCESSES {
             return None;
         }
-        let mut tests = Vec::new();
+        let mut tests = SplitTest { whole: Vec::new(), per_chunk: Vec::new() };
         for l in loads {
             let ExprKind::Load { ptr, mask, .. } = k.exprs[*l].kind else { return None };
             if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
                 return None;
+            }
+            if let Some(w) = self.whole_block_test(*l, ptr, mask, numel, v, elem_size(&k.exprs[*l].ty.elem)) {
+                tests.whole.push(w);
+                continue;
             }
             let ptrs = (0..v).map(|i| {
                 let qi = format_ident!("__q{}", i);
@@ -243,10 +256,14 @@ impl<'k> DevGen<'k> {
             let test = self.chunk_test(*l, v, false, false)?;
             let out = self.chunk_masked_out(*l, mask, v);
             let align = pieces_align();
-            tests.push(quote!(({ #(#ptrs)* (__q0 as usize) % #align == 0 && #test } | #out)));
+            tests.per_chunk.push(quote!(({ #(#ptrs)* (__q0 as usize) % #align == 0 && #test } | #out)));
         }
-        tests.extend(out.store_test.clone());
-        Some(quote!(#(#tests)&*))
+        match &out.store_test {
+            Some(AccessTest::Whole(t)) => tests.whole.push(t.clone()),
+            Some(AccessTest::Chunk(t)) => tests.per_chunk.push(t.clone()),
+            None => {}
+        }
+        Some(tests)
     }
 
     /// Whether a phase over `numel` elements in the cyclic layout may be split, before looking
@@ -284,25 +301,27 @@ impl<'k> DevGen<'k> {
     /// by the loop counters, the copy lives in local memory, `dest` itself stays in registers),
     /// which it returns.
     #[allow(clippy::too_many_arguments)]
-    fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &TokenStream, code: TokenStream, slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
+    fn split_phase(&self, chunks: usize, threads: usize, v: usize, test: &SplitTest, code: TokenStream, slow: TokenStream, dest: Option<&Ident>) -> TokenStream {
         let d = &self.d;
+        let whole = &test.whole;
+        let per_chunk = &test.per_chunk;
         // The chunks are tested in a loop (its trip count hidden from the optimizer): unrolled,
         // ptxas computes every chunk's addresses at once, and the entry takes more registers.
-        let all = quote! {
+        let all = (!per_chunk.is_empty()).then(|| quote! {
             let __nc: usize = #d::opaque_usize(#chunks);
             let mut __jc: usize = 0;
             while __jc < __nc {
                 let __f0: usize = (__jc * #threads + __tid) * #v;
-                __ok = __ok & #test;
+                __ok = __ok & #(#per_chunk)&*;
                 __jc += 1;
             }
-        };
+        });
         let slow = match dest {
             Some(id) => quote!(#id = #d::inline_call(#[inline(always)] move || { let __vfast: bool = false; let mut #id = #id; #slow #id });),
             None => quote!(#d::inline_call(#[inline(always)] move || { let __vfast: bool = false; #slow });),
         };
         quote! {
-            let __vfast: bool = { let mut __ok: bool = true; #all __ok };
+            let __vfast: bool = { let mut __ok: bool = true #(&& #whole)*; #all __ok };
             if __vfast {
                 #code
             } else {
@@ -530,7 +549,7 @@ impl<'k> DevGen<'k> {
         // Only a store tested ahead of the phase takes the unchecked chunk code; an untested one
         // (its pointers read a per-thread array) keeps its checked code in a split phase too.
         let out = (layout == Layout::Cyclic).then(|| {
-            let store_test = split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_chunk_test(ptr, value, mask, v));
+            let store_test = split_after.as_ref().filter(|_| self.may_split(numel)).and_then(|_| self.store_test(ptr, value, mask, numel, v));
             PhaseOut { dest: None, store_after: split_after.filter(|_| store_test.is_some()), store_test, store_elem: Some(&elem) }
         });
         let cursor = self.cursor.get();
@@ -564,17 +583,27 @@ impl<'k> DevGen<'k> {
         }
     }
 
-    /// The test, in a split phase, that the chunk from flat index `__f0` of a store in the
-    /// cyclic layout can be written by `store_vec_any` (or, across the mask's edge, element by
-    /// element without further tests): contiguous, 4-byte aligned and inside the buffer, or
-    /// masked out entirely. `None` when no vector access writes such a
-    /// chunk or the pointers or mask read a per-thread array.
-    fn store_chunk_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> Option<TokenStream> {
-        let ty = &self.k.exprs[value].ty;
-        self.vector_bytes(&ty.elem, v)?;
+    /// The split-phase test of a store: of the whole block ([`Self::whole_block_test`]) where
+    /// the analysis can, else of the chunk at `__f0` ([`Self::store_chunk_test`]).
+    fn store_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, numel: usize, v: usize) -> Option<AccessTest> {
+        let elem = &self.k.exprs[value].ty.elem;
+        self.vector_bytes(elem, v)?;
         if self.reads_arrays(ptr) || mask.is_some_and(|m| self.reads_arrays(m)) {
             return None;
         }
+        match self.whole_block_test(ptr, ptr, mask, numel, v, elem_size(elem)) {
+            Some(t) => Some(AccessTest::Whole(t)),
+            None => Some(AccessTest::Chunk(self.store_chunk_test(ptr, value, mask, v))),
+        }
+    }
+
+    /// The test, in a split phase, that the chunk from flat index `__f0` of a store in the
+    /// cyclic layout can be written by `store_vec_any` (or, across the mask's edge, element by
+    /// element without further tests): contiguous, 4-byte aligned and inside the buffer, or
+    /// masked out entirely (the caller, [`Self::store_test`], has checked that a vector access
+    /// writes such a chunk and that the pointers and mask read no per-thread array).
+    fn store_chunk_test(&self, ptr: ExprId, value: ExprId, mask: Option<ExprId>, v: usize) -> TokenStream {
+        let ty = &self.k.exprs[value].ty;
         let at = |i: usize| At::Flat(quote!((__f0 + #i)));
         let q: Vec<Ident> = (0..v).map(|i| format_ident!("__s{}", i)).collect();
         let ptrs: Vec<TokenStream> = (0..v).map(|i| self.ev(ptr, &at(i))).collect();
@@ -584,7 +613,7 @@ impl<'k> DevGen<'k> {
         let fits = self.fits_code(ptr, &quote!(__s0), v);
         let out = self.chunk_masked_out(ptr, mask, v);
         let align = pieces_align();
-        Some(quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % #align == 0 #contiguous && #fits) } | #out)))
+        quote!(({ #(let #q = #ptrs;)* ((__s0 as usize) % #align == 0 #contiguous && #fits) } | #out))
     }
 
     /// The fast path of a store in the `mma` layout: `(setup, stores)`, where `setup` binds

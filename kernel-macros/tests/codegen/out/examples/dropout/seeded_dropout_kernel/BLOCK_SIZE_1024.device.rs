@@ -31,188 +31,143 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
     let __smem: *mut u8 = ::kernel_std::__private::device::smem();
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                     1024i64,
                   ),
                 ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              __p_x_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
                 __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              )
-          }
-            | {
-              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
                   ),
+                  (0i32).wrapping_add((0usize) as i32),
                 ),
-                (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_x_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
                   ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c5 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __eu,
                 )
-            })
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
+            }
+        }
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
                     1024i64,
                   ),
                 ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            ((__s0 as usize) % 4 == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
                 __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    ::kernel_std::__private::device::program_id(0u32),
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
                   ),
+                  (0i32).wrapping_add((0usize) as i32),
                 ),
-                (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  ::kernel_std::__private::device::program_id(0u32),
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_output_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      ::kernel_std::__private::device::program_id(0u32),
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
                   ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c2 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x0,
-                  __c2,
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -222,7 +177,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld6: [f32; 4usize] = {
+          let __ld0: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_x_ptr,
               <i32 as ::kernel_std::__private::device::Num>::add(
@@ -278,7 +233,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               >(
                 __q0,
                 !{
-                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -287,7 +242,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       ::kernel_std::__private::device::program_id(0u32),
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -296,14 +251,14 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c12 = __p_n_elements;
+                  let __c6 = __p_n_elements;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x11,
-                    __x10,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x10,
-                      __c12,
+                      __x4,
+                      __c6,
                     )
                 },
                 [
@@ -314,7 +269,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -323,7 +278,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   ::kernel_std::__private::device::program_id(0u32),
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -332,11 +287,11 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c9 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
+              let __c3 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x8,
-                  __c9,
+                  __x2,
+                  __c3,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (((0i64).wrapping_add(1i64)) == 1i64
@@ -461,7 +416,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          __ld6_all[__jc] = __ld6;
+          __ld0_all[__jc] = __ld0;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -474,7 +429,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
           let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
           let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
           let mut __sm: [bool; 4usize] = [false; 4usize];
-          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -524,7 +479,7 @@ pub unsafe extern "ptx-kernel" fn seeded_dropout_kernel__BLOCK_SIZE_1024(
                     ),
                     __p_n_elements,
                   ) {
-                    __ld6[__v]
+                    __ld0[__v]
                   } else {
                     <f32 as ::core::default::Default>::default()
                   },

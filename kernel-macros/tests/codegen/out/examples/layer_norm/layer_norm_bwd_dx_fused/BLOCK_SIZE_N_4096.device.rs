@@ -72,55 +72,52 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     );
     let mut dy_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              dy_row_4,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              dy_row_4,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              dy_row_4,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              dy_row_4,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && ((1i64) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_dy_ptr,
-                __len_dy_ptr,
-                4usize,
-              )
-          }
-            | {
-              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c2 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x0,
-                  __c2,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                dy_row_4,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  dy_row_4,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dy_ptr,
+                  __len_dy_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -130,7 +127,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = {
+          let __ld0: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               dy_row_4,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -154,16 +151,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               >(
                 __q0,
                 !{
-                  let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c9 = __p_N;
+                  let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c6 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x7,
-                      __c9,
+                      __x4,
+                      __c6,
                     )
                 },
                 [
@@ -182,13 +179,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c6 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
+              let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c3 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x5,
-                  __c6,
+                  __x2,
+                  __c3,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -289,7 +286,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld3_all[__jc] = __ld3;
+          __ld0_all[__jc] = __ld0;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -299,7 +296,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = __ld3_all[__jc];
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -312,7 +309,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 (0i32).wrapping_add((__f) as i32),
                 __p_N,
               ) {
-                __ld3[__v]
+                __ld0[__v]
               } else {
                 <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                   0f64,
@@ -414,58 +411,52 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     };
     let mut xhat_18: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              x_row_3,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              x_row_3,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              x_row_3,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              x_row_3,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && ((1i64) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_x_ptr,
-                __len_x_ptr,
-                4usize,
-              )
-          }
-            | {
-              let __x10 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x11 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c12 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x11,
-                __x10,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x10,
-                  __c12,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                x_row_3,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  x_row_3,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_x_ptr,
+                  __len_x_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld13_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld7_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -475,7 +466,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld13: [f32; 4usize] = {
+          let __ld7: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               x_row_3,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -499,16 +490,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               >(
                 __q0,
                 !{
-                  let __x17 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x18 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c19 = __p_N;
+                  let __x11 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x12 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c13 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x18,
-                    __x17,
+                    __x12,
+                    __x11,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x17,
-                      __c19,
+                      __x11,
+                      __c13,
                     )
                 },
                 [
@@ -527,16 +518,13 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x14 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x15 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c16 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x15,
-                __x14,
-              )
+              let __x8 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x9 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c10 = __p_N;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x9, __x8)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x15,
-                  __c16,
+                  __x9,
+                  __c10,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -637,7 +625,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld13_all[__jc] = __ld13;
+          __ld7_all[__jc] = __ld7;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -647,7 +635,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld13: [f32; 4usize] = __ld13_all[__jc];
+          let __ld7: [f32; 4usize] = __ld7_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -666,7 +654,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                       (0i32).wrapping_add((__f) as i32),
                       __p_N,
                     ) {
-                      __ld13[__v]
+                      __ld7[__v]
                     } else {
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -756,58 +744,52 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     }
     let mut wdy_19: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              __p_w_ptr,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && ((1i64) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
                 __p_w_ptr,
-                __len_w_ptr,
-                4usize,
-              )
-          }
-            | {
-              let __x20 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x21 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c22 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x21,
-                __x20,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x20,
-                  __c22,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_w_ptr,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_w_ptr,
+                  __len_w_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld23_all: [[f32; 4usize]; 4usize] = unsafe {
+      let mut __ld14_all: [[f32; 4usize]; 4usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -817,7 +799,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld23: [f32; 4usize] = {
+          let __ld14: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               __p_w_ptr,
               (0i32).wrapping_add(((__f0 + 0usize)) as i32),
@@ -841,16 +823,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               >(
                 __q0,
                 !{
-                  let __x27 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c29 = __p_N;
+                  let __x18 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x19 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c20 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x28,
-                    __x27,
+                    __x19,
+                    __x18,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x27,
-                      __c29,
+                      __x18,
+                      __c20,
                     )
                 },
                 [
@@ -861,16 +843,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ],
               )
             } else if {
-              let __x24 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x25 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c26 = __p_N;
+              let __x15 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x16 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c17 = __p_N;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x25,
-                __x24,
+                __x16,
+                __x15,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x25,
-                  __c26,
+                  __x16,
+                  __c17,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((1i64) == 1i64
@@ -963,7 +945,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
               ]
             }
           };
-          __ld23_all[__jc] = __ld23;
+          __ld14_all[__jc] = __ld14;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -973,7 +955,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          let __ld23: [f32; 4usize] = __ld23_all[__jc];
+          let __ld14: [f32; 4usize] = __ld14_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -991,7 +973,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                     (0i32).wrapping_add((__f) as i32),
                     __p_N,
                   ) {
-                    __ld23[__v]
+                    __ld14[__v]
                   } else {
                     <f32 as ::core::default::Default>::default()
                   },
@@ -1166,7 +1148,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red30: f32 = {
+    let __red21: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1187,7 +1169,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut c1_20: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red30,
+      __red21,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1283,7 +1265,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red31: f32 = {
+    let __red22: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1304,59 +1286,53 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut c2_21: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red31,
+      __red22,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              dx_row_5,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              dx_row_5,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              dx_row_5,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              dx_row_5,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_dx_ptr,
-                __len_dx_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x32 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x33 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c34 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x33,
-                __x32,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x32,
-                  __c34,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                dx_row_5,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  dx_row_5,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dx_ptr,
+                  __len_dx_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
@@ -1723,82 +1699,64 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
       ::kernel_std::__private::device::bar_sync();
     } else {
       let __vfast: bool = {
-        let mut __ok: bool = true;
-        let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-        let mut __jc: usize = 0;
-        while __jc < __nc {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          __ok = __ok
-            & ({
-              let __q0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_dw_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+        let mut __ok: bool = true
+          && {
+            let __e: usize = {
+              let (__a0, __b0): (i64, i64) = (
+                ((0i32).wrapping_add((0usize) as i32)) as i64,
+                (__p_N) as i64,
               );
-              let __q1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_dw_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            };
+            let __eu: usize = ::core::cmp::min(
+              (__e + (4usize - 1)) / 4usize * 4usize,
+              4096usize,
+            );
+            __eu == 0
+              || {
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
                   ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              );
-              let __q2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_dw_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              );
-              let __q3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_dw_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              (__q0 as usize) % 4 == 0 && true
-                && ((1i64) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_dw_ptr,
-                  __len_dw_ptr,
-                  4usize,
-                )
-            }
-              | {
-                let __x35 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x36 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c37 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x36,
-                  __x35,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x35,
-                    __c37,
+                  (0i32).wrapping_add((0usize) as i32),
+                );
+                (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                  && (::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_dw_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        lock_id_6,
+                        __p_N,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_dw_ptr,
+                    __len_dw_ptr,
+                    __eu,
                   )
-              });
-          __jc += 1;
-        }
+              }
+          };
         __ok
       };
       if __vfast {
-        let mut __ld38_all: [[f32; 4usize]; 4usize] = unsafe {
+        let mut __ld23_all: [[f32; 4usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -1808,7 +1766,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld38: [f32; 4usize] = {
+            let __ld23: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_dw_ptr,
@@ -1856,16 +1814,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 >(
                   __q0,
                   !{
-                    let __x42 = (0i32).wrapping_add(((__f0)) as i32);
-                    let __x43 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                    let __c44 = __p_N;
+                    let __x27 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x28 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c29 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x43,
-                      __x42,
+                      __x28,
+                      __x27,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x42,
-                        __c44,
+                        __x27,
+                        __c29,
                       )
                   },
                   [
@@ -1876,16 +1834,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   ],
                 )
               } else if {
-                let __x39 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x40 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c41 = __p_N;
+                let __x24 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x25 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c26 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x40,
-                  __x39,
+                  __x25,
+                  __x24,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x40,
-                    __c41,
+                    __x25,
+                    __c26,
                   )
               } && (__q0 as usize) % 16usize == 0
                 && ((1i64) == 1i64
@@ -1978,7 +1936,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ]
               }
             };
-            __ld38_all[__jc] = __ld38;
+            __ld23_all[__jc] = __ld23;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -1988,7 +1946,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld38: [f32; 4usize] = __ld38_all[__jc];
+            let __ld23: [f32; 4usize] = __ld23_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -2003,7 +1961,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                     (0i32).wrapping_add((__f) as i32),
                     __p_N,
                   ) {
-                    __ld38[__v]
+                    __ld23[__v]
                   } else {
                     <f32 as ::core::default::Default>::default()
                   },
@@ -2074,82 +2032,64 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
         );
       }
       let __vfast: bool = {
-        let mut __ok: bool = true;
-        let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-        let mut __jc: usize = 0;
-        while __jc < __nc {
-          let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-          __ok = __ok
-            & ({
-              let __q0 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_db_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+        let mut __ok: bool = true
+          && {
+            let __e: usize = {
+              let (__a0, __b0): (i64, i64) = (
+                ((0i32).wrapping_add((0usize) as i32)) as i64,
+                (__p_N) as i64,
               );
-              let __q1 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_db_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
+              if __a0
+                .checked_add(4095i64)
+                .is_none_or(|__z| __z > i32::MAX as i64)
+              {
+                4096usize
+              } else {
+                __b0
+                  .saturating_sub(__a0)
+                  .saturating_add(0i64)
+                  .clamp(0, 4096usize as i64) as usize
+              }
+            };
+            let __eu: usize = ::core::cmp::min(
+              (__e + (4usize - 1)) / 4usize * 4usize,
+              4096usize,
+            );
+            __eu == 0
+              || {
+                let __p0 = ::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
                   ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              );
-              let __q2 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_db_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              );
-              let __q3 = ::kernel_std::__private::device::ptr_add(
-                ::kernel_std::__private::device::ptr_add(
-                  __p_db_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    lock_id_6,
-                    __p_N,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              (__q0 as usize) % 4 == 0 && true
-                && ((1i64) == 1i64
-                  && (__q3 as usize) == (__q0 as usize) + 12usize)
-                && ::kernel_std::__private::device::fits(
-                  __q0,
-                  __p_db_ptr,
-                  __len_db_ptr,
-                  4usize,
-                )
-            }
-              | {
-                let __x45 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x46 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c47 = __p_N;
-                <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x46,
-                  __x45,
-                )
-                  && <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x45,
-                    __c47,
+                  (0i32).wrapping_add((0usize) as i32),
+                );
+                (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                  && (::kernel_std::__private::device::ptr_add(
+                    ::kernel_std::__private::device::ptr_add(
+                      __p_db_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        lock_id_6,
+                        __p_N,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                  && ::kernel_std::__private::device::fits(
+                    __p0,
+                    __p_db_ptr,
+                    __len_db_ptr,
+                    __eu,
                   )
-              });
-          __jc += 1;
-        }
+              }
+          };
         __ok
       };
       if __vfast {
-        let mut __ld48_all: [[f32; 4usize]; 4usize] = unsafe {
+        let mut __ld30_all: [[f32; 4usize]; 4usize] = unsafe {
           ::core::mem::zeroed()
         };
         ::kernel_std::__private::device::unroll::<
@@ -2159,7 +2099,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld48: [f32; 4usize] = {
+            let __ld30: [f32; 4usize] = {
               let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                 ::kernel_std::__private::device::ptr_add(
                   __p_db_ptr,
@@ -2207,16 +2147,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 >(
                   __q0,
                   !{
-                    let __x52 = (0i32).wrapping_add(((__f0)) as i32);
-                    let __x53 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                    let __c54 = __p_N;
+                    let __x34 = (0i32).wrapping_add(((__f0)) as i32);
+                    let __x35 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                    let __c36 = __p_N;
                     <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x53,
-                      __x52,
+                      __x35,
+                      __x34,
                     )
                       && <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x52,
-                        __c54,
+                        __x34,
+                        __c36,
                       )
                   },
                   [
@@ -2227,16 +2167,16 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                   ],
                 )
               } else if {
-                let __x49 = (0i32).wrapping_add(((__f0)) as i32);
-                let __x50 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                let __c51 = __p_N;
+                let __x31 = (0i32).wrapping_add(((__f0)) as i32);
+                let __x32 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                let __c33 = __p_N;
                 <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x50,
-                  __x49,
+                  __x32,
+                  __x31,
                 )
                   && <i32 as ::kernel_std::__private::device::Num>::lt(
-                    __x50,
-                    __c51,
+                    __x32,
+                    __c33,
                   )
               } && (__q0 as usize) % 16usize == 0
                 && ((1i64) == 1i64
@@ -2329,7 +2269,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                 ]
               }
             };
-            __ld48_all[__jc] = __ld48;
+            __ld30_all[__jc] = __ld30;
           },
         );
         ::kernel_std::__private::device::unroll::<
@@ -2339,7 +2279,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
           #[inline(always)]
           |__jc: usize| {
             let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            let __ld48: [f32; 4usize] = __ld48_all[__jc];
+            let __ld30: [f32; 4usize] = __ld30_all[__jc];
             ::kernel_std::__private::device::unroll::<
               4usize,
               _,
@@ -2354,7 +2294,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
                     (0i32).wrapping_add((__f) as i32),
                     __p_N,
                   ) {
-                    __ld48[__v]
+                    __ld30[__v]
                   } else {
                     <f32 as ::core::default::Default>::default()
                   },
@@ -2427,78 +2367,60 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     }
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_dw_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
                 ),
-              ),
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_dw_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_dw_ptr,
-                __len_dw_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x55 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x56 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c57 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x56,
-                __x55,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x55,
-                  __c57,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_dw_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_dw_ptr,
+                  __len_dw_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
@@ -2713,78 +2635,60 @@ pub unsafe extern "ptx-kernel" fn layer_norm_bwd_dx_fused__BLOCK_SIZE_N_4096(
     }
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(4usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_N) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_db_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    lock_id_6,
+                    __p_N,
+                  ),
                 ),
-              ),
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_db_ptr,
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  lock_id_6,
-                  __p_N,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_db_ptr,
-                __len_db_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x58 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x59 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c60 = __p_N;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x59,
-                __x58,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x58,
-                  __c60,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_db_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      lock_id_6,
+                      __p_N,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_db_ptr,
+                  __len_db_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {

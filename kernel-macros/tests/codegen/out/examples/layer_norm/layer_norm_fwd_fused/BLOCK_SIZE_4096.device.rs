@@ -82,78 +82,62 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-              }
-                | {
-                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c2 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x0,
-                      __c2,
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -163,7 +147,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld3: [f32; 4usize] = {
+              let __ld0: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -199,22 +183,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c9 = __p_N;
+                      let __c6 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
+                        __x5,
+                        __x4,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __c9,
+                          __x4,
+                          __c6,
                         )
                     },
                     [
@@ -233,22 +217,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c6 = __p_N;
+                  let __c3 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
+                    __x2,
+                    __x1,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
+                      __x2,
+                      __c3,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -361,7 +345,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld3_all[__jc] = __ld3;
+              __ld0_all[__jc] = __ld0;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -371,7 +355,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld3: [f32; 4usize] = __ld3_all[__jc];
+              let __ld0: [f32; 4usize] = __ld0_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -389,7 +373,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       ),
                       __p_N,
                     ) {
-                      __ld3[__v]
+                      __ld0[__v]
                     } else {
                       <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                         0f64,
@@ -562,7 +546,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: f32 = {
+    let __red7: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -583,7 +567,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red10,
+      __red7,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
@@ -622,78 +606,62 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         let off_9: i32 = __i;
         let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-              }
-                | {
-                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c13 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x12,
-                    __x11,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x11,
-                      __c13,
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld14_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld8_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -703,7 +671,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld14: [f32; 4usize] = {
+              let __ld8: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -739,22 +707,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c20 = __p_N;
+                      let __c14 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x19,
-                        __x18,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x18,
-                          __c20,
+                          __x12,
+                          __c14,
                         )
                     },
                     [
@@ -773,22 +741,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c17 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x10,
+                      __c11,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -901,7 +869,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld14_all[__jc] = __ld14;
+              __ld8_all[__jc] = __ld8;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -911,7 +879,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld14: [f32; 4usize] = __ld14_all[__jc];
+              let __ld8: [f32; 4usize] = __ld8_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -935,7 +903,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld14[__v]
+                        __ld8[__v]
                       } else {
                         <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
@@ -1152,7 +1120,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red21: f32 = {
+    let __red15: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1173,7 +1141,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red21,
+      __red15,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1230,44 +1198,318 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          let mut __ld16_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld23_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld30_all: [[f32; 4usize]; 4usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
             4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
+              let __ld16: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
+                    4usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c22 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x21,
+                        __x20,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __c22,
+                        )
+                    },
+                    [
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c19 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x18,
+                    __x17,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x18,
+                      __c19,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q3 as usize) == (__q0 as usize) + 12usize)
                   && ::kernel_std::__private::device::fits(
@@ -1276,56 +1518,188 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __len_x_ptr,
                     4usize,
                   )
-              }
-                | {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c27 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x25,
-                      __c27,
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    f32,
+                    4usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
                     )
-                })
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              let __ld23: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
+                    4usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c29 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x28,
+                        __x27,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x27,
+                          __c29,
+                        )
+                    },
+                    [
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                    ],
+                  )
+                } else if {
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                  );
+                  let __c26 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x25,
+                    __x24,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x25,
+                      __c26,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q3 as usize) == (__q0 as usize) + 12usize)
                   && ::kernel_std::__private::device::fits(
@@ -1334,66 +1708,162 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __len_w_ptr,
                     4usize,
                   )
-              }
-                | {
-                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c30 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x29,
-                    __x28,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x28,
-                      __c30,
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    f32,
+                    4usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
                     )
-                })
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <f32 as ::core::default::Default>::default()
+                    },
+                  ]
+                }
+              };
+              let __ld30: [f32; 4usize] = {
+                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_b_ptr,
-                    __len_b_ptr,
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    f32,
                     4usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      );
+                      let __c36 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x35,
+                        __x34,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x34,
+                          __c36,
+                        )
+                    },
+                    [
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                      <f32 as ::core::default::Default>::default(),
+                    ],
                   )
-              }
-                | {
+                } else if {
                   let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1407,548 +1877,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                     __x32,
                     __x31,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x31,
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x32,
                       __c33,
-                    )
-                })
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c24 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x23,
-                    __x22,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x22,
-                      __c24,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld34_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld41_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld48_all: [[f32; 4usize]; 4usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            4usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld34: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c40 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x39,
-                        __x38,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x38,
-                          __c40,
-                        )
-                    },
-                    [
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
-                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c37 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x36,
-                    __x35,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x36,
-                      __c37,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              let __ld41: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c47 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x46,
-                        __x45,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x45,
-                          __c47,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c44 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x43,
-                    __x42,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x43,
-                      __c44,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    4usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    f32,
-                    4usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <f32 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              let __ld48: [f32; 4usize] = {
-                let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut f32 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    f32,
-                    4usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      );
-                      let __c54 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x53,
-                        __x52,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x52,
-                          __c54,
-                        )
-                    },
-                    [
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                      <f32 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c51 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x50,
-                    __x49,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x50,
-                      __c51,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2053,9 +1984,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld34_all[__jc] = __ld34;
-              __ld41_all[__jc] = __ld41;
-              __ld48_all[__jc] = __ld48;
+              __ld16_all[__jc] = __ld16;
+              __ld23_all[__jc] = __ld23;
+              __ld30_all[__jc] = __ld30;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -2068,9 +1999,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
               let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
               let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
               let mut __sm: [bool; 4usize] = [false; 4usize];
-              let __ld34: [f32; 4usize] = __ld34_all[__jc];
-              let __ld41: [f32; 4usize] = __ld41_all[__jc];
-              let __ld48: [f32; 4usize] = __ld48_all[__jc];
+              let __ld16: [f32; 4usize] = __ld16_all[__jc];
+              let __ld23: [f32; 4usize] = __ld23_all[__jc];
+              let __ld30: [f32; 4usize] = __ld30_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -2097,7 +2028,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                             ),
                             __p_N,
                           ) {
-                            __ld34[__v]
+                            __ld16[__v]
                           } else {
                             <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                               0f64,
@@ -2114,7 +2045,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                         ),
                         __p_N,
                       ) {
-                        __ld41[__v]
+                        __ld23[__v]
                       } else {
                         <f32 as ::core::default::Default>::default()
                       },
@@ -2126,7 +2057,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused__BLOCK_SIZE_4096(
                       ),
                       __p_N,
                     ) {
-                      __ld48[__v]
+                      __ld30[__v]
                     } else {
                       <f32 as ::core::default::Default>::default()
                     },

@@ -82,106 +82,62 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       {
         let off_4: i32 = __i;
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  )
-              }
-                | {
-                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_4,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_4,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c2 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x0,
-                      __c2,
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_4,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld3_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -191,7 +147,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld3: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -255,22 +211,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_4,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c9 = __p_N;
+                      let __c6 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
+                        __x5,
+                        __x4,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __c9,
+                          __x4,
+                          __c6,
                         )
                     },
                     [
@@ -301,22 +257,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_4,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c6 = __p_N;
+                  let __c3 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
+                    __x2,
+                    __x1,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
+                      __x2,
+                      __c3,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -521,7 +477,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld3_all[__jc] = __ld3;
+              __ld0_all[__jc] = __ld0;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -531,7 +487,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld3: [::kernel_std::__private::device::F16; 8usize] = __ld3_all[__jc];
+              let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -553,7 +509,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                         ),
                         __p_N,
                       ) {
-                        __ld3[__v]
+                        __ld0[__v]
                       } else {
                         <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                           0f64,
@@ -730,7 +686,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: f32 = {
+    let __red7: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -751,7 +707,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut mean_7: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red10,
+      __red7,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut _var_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
@@ -790,106 +746,62 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         let off_9: i32 = __i;
         let mut x_12: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  )
-              }
-                | {
-                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_9,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_9,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c13 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x12,
-                    __x11,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x11,
-                      __c13,
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_9,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld14_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+          let mut __ld8_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -899,7 +811,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld14: [::kernel_std::__private::device::F16; 8usize] = {
+              let __ld8: [::kernel_std::__private::device::F16; 8usize] = {
                 let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
@@ -963,22 +875,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   >(
                     __q0,
                     !{
-                      let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_9,
                         (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                       );
-                      let __c20 = __p_N;
+                      let __c14 = __p_N;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x19,
-                        __x18,
+                        __x13,
+                        __x12,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x18,
-                          __c20,
+                          __x12,
+                          __c14,
                         )
                     },
                     [
@@ -1009,22 +921,22 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     ],
                   )
                 } else if {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x9 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_9,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   );
-                  let __c17 = __p_N;
+                  let __c11 = __p_N;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
+                    __x10,
+                    __x9,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x16,
-                      __c17,
+                      __x10,
+                      __c11,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -1229,7 +1141,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld14_all[__jc] = __ld14;
+              __ld8_all[__jc] = __ld8;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1239,7 +1151,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld14: [::kernel_std::__private::device::F16; 8usize] = __ld14_all[__jc];
+              let __ld8: [::kernel_std::__private::device::F16; 8usize] = __ld8_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -1267,7 +1179,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                           ),
                           __p_N,
                         ) {
-                          __ld14[__v]
+                          __ld8[__v]
                         } else {
                           <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                             0f64,
@@ -1488,7 +1400,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red21: f32 = {
+    let __red15: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -1509,7 +1421,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
     };
     ::kernel_std::__private::device::bar_sync();
     let mut var_13: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
-      __red21,
+      __red15,
       ::kernel_std::__private::device::cast::<i32, f32>(__p_N),
     );
     let mut rstd_14: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
@@ -1566,72 +1478,358 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
         let off_15: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    x_row_1,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      x_row_1,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_x_ptr,
+                      __len_x_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_w_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_w_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_w_ptr,
+                      __len_w_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    __p_b_ptr,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      __p_b_ptr,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_b_ptr,
+                      __len_b_ptr,
+                      __eu,
+                    )
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_N) as i64,
+                );
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (8usize - 1)) / 8usize * 8usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    y_row_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_15,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
+                  );
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      y_row_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_y_ptr,
+                      __len_y_ptr,
+                      __eu,
+                    )
+                }
+            };
+          __ok
+        };
+        if __vfast {
+          let mut __ld16_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld23_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          let mut __ld30_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+            ::core::mem::zeroed()
+          };
+          ::kernel_std::__private::device::unroll::<
             2usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+            _,
+          >(
+            #[inline(always)]
+            |__jc: usize| {
+              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
+              let __ld16: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 4usize)) as i32),
                   ),
                 );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 5usize)) as i32),
                   ),
                 );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 6usize)) as i32),
                   ),
                 );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   x_row_1,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c22 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x21,
+                        __x20,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x20,
+                          __c22,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      ),
+                    ],
+                  )
+                } else if {
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c19 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x18,
+                    __x17,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x18,
+                      __c19,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q7 as usize) == (__q0 as usize) + 14usize)
                   && ::kernel_std::__private::device::fits(
@@ -1640,84 +1838,312 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __len_x_ptr,
                     8usize,
                   )
-              }
-                | {
-                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x26 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c27 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x26,
-                    __x25,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x25,
-                      __c27,
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
                     )
-                })
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_x_ptr,
+                        __len_x_ptr,
+                        __fault,
+                        __tag,
+                        0u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
+                        0f64,
+                      )
+                    },
+                  ]
+                }
+              };
+              let __ld23: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 4usize)) as i32),
                   ),
                 );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 5usize)) as i32),
                   ),
                 );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 6usize)) as i32),
                   ),
                 );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_w_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x27 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c29 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x28,
+                        __x27,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x27,
+                          __c29,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
+                  )
+                } else if {
+                  let __x24 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0)) as i32),
+                  );
+                  let __x25 = <i32 as ::kernel_std::__private::device::Num>::add(
+                    off_15,
+                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                  );
+                  let __c26 = __p_N;
+                  <i32 as ::kernel_std::__private::device::Num>::ge(
+                    __x25,
+                    __x24,
+                  )
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x25,
+                      __c26,
+                    )
+                } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
                     && (__q7 as usize) == (__q0 as usize) + 14usize)
                   && ::kernel_std::__private::device::fits(
@@ -1726,94 +2152,278 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __len_w_ptr,
                     8usize,
                   )
-              }
-                | {
-                  let __x28 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x29 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c30 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x29,
-                    __x28,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x28,
-                      __c30,
+                {
+                  ::kernel_std::__private::device::load_vec::<
+                    ::kernel_std::__private::device::F16,
+                    8usize,
+                  >(__q0)
+                } else {
+                  [
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+                      ),
+                      __p_N,
                     )
-                })
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q0,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q0)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q1,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q1)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q2,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q2)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q3,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q3)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q4,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q4)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q5,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q5)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q6,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q6)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                    if <i32 as ::kernel_std::__private::device::Num>::lt(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      ),
+                      __p_N,
+                    )
+                      && ::kernel_std::__private::device::in_bounds(
+                        __q7,
+                        __p_w_ptr,
+                        __len_w_ptr,
+                        __fault,
+                        __tag,
+                        2u32,
+                        ::core::line!(),
+                      )
+                    {
+                      ::kernel_std::__private::device::load(__q7)
+                    } else {
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
+                    },
+                  ]
+                }
+              };
+              let __ld30: [::kernel_std::__private::device::F16; 8usize] = {
+                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 0usize)) as i32),
                   ),
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
+                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 1usize)) as i32),
                   ),
                 );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
+                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 2usize)) as i32),
                   ),
                 );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
+                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   ),
                 );
-                let __q4 = ::kernel_std::__private::device::ptr_add(
+                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 4usize)) as i32),
                   ),
                 );
-                let __q5 = ::kernel_std::__private::device::ptr_add(
+                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 5usize)) as i32),
                   ),
                 );
-                let __q6 = ::kernel_std::__private::device::ptr_add(
+                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 6usize)) as i32),
                   ),
                 );
-                let __q7 = ::kernel_std::__private::device::ptr_add(
+                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
                   __p_b_ptr,
                   <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0 + 7usize)) as i32),
                   ),
                 );
-                (__q0 as usize) % 4 == 0 && true
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_b_ptr,
-                    __len_b_ptr,
+                if __vfast {
+                  ::kernel_std::__private::device::load_vec_any::<
+                    ::kernel_std::__private::device::F16,
                     8usize,
+                  >(
+                    __q0,
+                    !{
+                      let __x34 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0)) as i32),
+                      );
+                      let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_15,
+                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
+                      );
+                      let __c36 = __p_N;
+                      <i32 as ::kernel_std::__private::device::Num>::ge(
+                        __x35,
+                        __x34,
+                      )
+                        && <i32 as ::kernel_std::__private::device::Num>::ge(
+                          __x34,
+                          __c36,
+                        )
+                    },
+                    [
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
+                    ],
                   )
-              }
-                | {
+                } else if {
                   let __x31 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_15,
                     (0i32).wrapping_add(((__f0)) as i32),
@@ -1827,856 +2437,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                     __x32,
                     __x31,
                   )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x31,
+                    && <i32 as ::kernel_std::__private::device::Num>::lt(
+                      __x32,
                       __c33,
-                    )
-                })
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __s4 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __s5 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __s6 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __s7 = ::kernel_std::__private::device::ptr_add(
-                  y_row_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s7 as usize) == (__s0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_y_ptr,
-                    __len_y_ptr,
-                    8usize,
-                  ))
-              }
-                | {
-                  let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c24 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x23,
-                    __x22,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x22,
-                      __c24,
-                    )
-                });
-            __jc += 1;
-          }
-          __ok
-        };
-        if __vfast {
-          let mut __ld34_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld41_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          let mut __ld48_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
-            ::core::mem::zeroed()
-          };
-          ::kernel_std::__private::device::unroll::<
-            2usize,
-            _,
-          >(
-            #[inline(always)]
-            |__jc: usize| {
-              let __f0: usize = (__jc * 256usize + __tid) * 8usize;
-              let __ld34: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  x_row_1,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x38 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x39 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c40 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x39,
-                        __x38,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x38,
-                          __c40,
-                        )
-                    },
-                    [
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      ),
-                    ],
-                  )
-                } else if {
-                  let __x35 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x36 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c37 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x36,
-                    __x35,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x36,
-                      __c37,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_x_ptr,
-                    __len_x_ptr,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_x_ptr,
-                        __len_x_ptr,
-                        __fault,
-                        __tag,
-                        0u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
-                        0f64,
-                      )
-                    },
-                  ]
-                }
-              };
-              let __ld41: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_w_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x45 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x46 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c47 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x46,
-                        __x45,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x45,
-                          __c47,
-                        )
-                    },
-                    [
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x42 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x43 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c44 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x43,
-                    __x42,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x43,
-                      __c44,
-                    )
-                } && (__q0 as usize) % 16usize == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__q7 as usize) == (__q0 as usize) + 14usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_w_ptr,
-                    __len_w_ptr,
-                    8usize,
-                  )
-                {
-                  ::kernel_std::__private::device::load_vec::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(__q0)
-                } else {
-                  [
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q0,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q0)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q1,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q1)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q2,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q2)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q3,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q3)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q4,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q4)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q5,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q5)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q6,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q6)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                    if <i32 as ::kernel_std::__private::device::Num>::lt(
-                      <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      ),
-                      __p_N,
-                    )
-                      && ::kernel_std::__private::device::in_bounds(
-                        __q7,
-                        __p_w_ptr,
-                        __len_w_ptr,
-                        __fault,
-                        __tag,
-                        2u32,
-                        ::core::line!(),
-                      )
-                    {
-                      ::kernel_std::__private::device::load(__q7)
-                    } else {
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
-                    },
-                  ]
-                }
-              };
-              let __ld48: [::kernel_std::__private::device::F16; 8usize] = {
-                let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
-                );
-                let __q1: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __q2: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __q3: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                let __q4: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                  ),
-                );
-                let __q5: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                  ),
-                );
-                let __q6: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                  ),
-                );
-                let __q7: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
-                  __p_b_ptr,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  ),
-                );
-                if __vfast {
-                  ::kernel_std::__private::device::load_vec_any::<
-                    ::kernel_std::__private::device::F16,
-                    8usize,
-                  >(
-                    __q0,
-                    !{
-                      let __x52 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0)) as i32),
-                      );
-                      let __x53 = <i32 as ::kernel_std::__private::device::Num>::add(
-                        off_15,
-                        (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                      );
-                      let __c54 = __p_N;
-                      <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x53,
-                        __x52,
-                      )
-                        && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x52,
-                          __c54,
-                        )
-                    },
-                    [
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                      <::kernel_std::__private::device::F16 as ::core::default::Default>::default(),
-                    ],
-                  )
-                } else if {
-                  let __x49 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x50 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_15,
-                    (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                  );
-                  let __c51 = __p_N;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x50,
-                    __x49,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x50,
-                      __c51,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && (((0i64).wrapping_add(1i64)) == 1i64
@@ -2865,9 +2628,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                   ]
                 }
               };
-              __ld34_all[__jc] = __ld34;
-              __ld41_all[__jc] = __ld41;
-              __ld48_all[__jc] = __ld48;
+              __ld16_all[__jc] = __ld16;
+              __ld23_all[__jc] = __ld23;
+              __ld30_all[__jc] = __ld30;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -2880,9 +2643,9 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
               let mut __sp: [*mut ::kernel_std::__private::device::F16; 8usize] = [::core::ptr::null_mut(); 8usize];
               let mut __sv: [::kernel_std::__private::device::F16; 8usize] = [<::kernel_std::__private::device::F16 as ::core::default::Default>::default(); 8usize];
               let mut __sm: [bool; 8usize] = [false; 8usize];
-              let __ld34: [::kernel_std::__private::device::F16; 8usize] = __ld34_all[__jc];
-              let __ld41: [::kernel_std::__private::device::F16; 8usize] = __ld41_all[__jc];
-              let __ld48: [::kernel_std::__private::device::F16; 8usize] = __ld48_all[__jc];
+              let __ld16: [::kernel_std::__private::device::F16; 8usize] = __ld16_all[__jc];
+              let __ld23: [::kernel_std::__private::device::F16; 8usize] = __ld23_all[__jc];
+              let __ld30: [::kernel_std::__private::device::F16; 8usize] = __ld30_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 8usize,
                 _,
@@ -2917,7 +2680,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                                 ),
                                 __p_N,
                               ) {
-                                __ld34[__v]
+                                __ld16[__v]
                               } else {
                                 <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                                   0f64,
@@ -2939,7 +2702,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                             ),
                             __p_N,
                           ) {
-                            __ld41[__v]
+                            __ld23[__v]
                           } else {
                             <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                           },
@@ -2956,7 +2719,7 @@ pub unsafe extern "ptx-kernel" fn layer_norm_fwd_fused_f16__c4(
                           ),
                           __p_N,
                         ) {
-                          __ld48[__v]
+                          __ld30[__v]
                         } else {
                           <::kernel_std::__private::device::F16 as ::core::default::Default>::default()
                         },

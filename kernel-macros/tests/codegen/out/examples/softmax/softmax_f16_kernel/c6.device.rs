@@ -40,99 +40,62 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
     );
     let mut x_4: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_input_col_stride,
-              ),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q4 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q5 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q6 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q7 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && ((::kernel_std::__private::device::cast::<
+            if __a0
+              .checked_add(8191i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              8192usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 8192usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            8192usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              (::kernel_std::__private::device::cast::<
                 i32,
                 i64,
               >(__p_input_col_stride)
-                .wrapping_mul(1i64)) == 1i64
-                && (__q7 as usize) == (__q0 as usize) + 14usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_input_ptr,
-                __len_input_ptr,
-                8usize,
-              )
-          }
-            | {
-              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x1 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c2 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x0,
-                  __c2,
+                .wrapping_mul(1i64)) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                    __p_input_col_stride,
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld3_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
+      let mut __ld0_all: [[::kernel_std::__private::device::F16; 8usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -142,7 +105,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-          let __ld3: [::kernel_std::__private::device::F16; 8usize] = {
+          let __ld0: [::kernel_std::__private::device::F16; 8usize] = {
             let __q0: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
               row_ptr_3,
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -206,16 +169,16 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
               >(
                 __q0,
                 !{
-                  let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x8 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-                  let __c9 = __p_n_cols;
+                  let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x5 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+                  let __c6 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x7,
-                      __c9,
+                      __x4,
+                      __c6,
                     )
                 },
                 [
@@ -246,13 +209,13 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
                 ],
               )
             } else if {
-              let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x5 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c6 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
+              let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x2 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
+              let __c3 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x5,
-                  __c6,
+                  __x2,
+                  __c3,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((::kernel_std::__private::device::cast::<
@@ -437,7 +400,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
               ]
             }
           };
-          __ld3_all[__jc] = __ld3;
+          __ld0_all[__jc] = __ld0;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -447,7 +410,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-          let __ld3: [::kernel_std::__private::device::F16; 8usize] = __ld3_all[__jc];
+          let __ld0: [::kernel_std::__private::device::F16; 8usize] = __ld0_all[__jc];
           ::kernel_std::__private::device::unroll::<
             8usize,
             _,
@@ -464,7 +427,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
                   (0i32).wrapping_add((__f) as i32),
                   __p_n_cols,
                 ) {
-                  __ld3[__v]
+                  __ld0[__v]
                 } else {
                   <::kernel_std::__private::device::F16 as ::kernel_std::__private::device::Elem>::from_f64(
                     f64::NEG_INFINITY,
@@ -627,7 +590,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: f32 = {
+    let __red7: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (16usize - 1)),
@@ -669,7 +632,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
             let __f: usize = __f0 + __v;
             shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
               x_4[__j],
-              __red10,
+              __red7,
             );
           },
         );
@@ -792,7 +755,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red11: f32 = {
+    let __red8: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (16usize - 1)),
@@ -816,7 +779,7 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
     ::kernel_std::__private::device::bar_sync();
-    let mut denominator_7: f32 = __red11;
+    let mut denominator_7: f32 = __red8;
     let mut out_ptr_8: *mut ::kernel_std::__private::device::F16 = ::kernel_std::__private::device::ptr_add(
       __p_output_ptr,
       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -826,70 +789,48 @@ pub unsafe extern "ptx-kernel" fn softmax_f16_kernel__c6(
     );
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 512usize + __tid) * 8usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            let __s4 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 4usize)) as i32),
-            );
-            let __s5 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 5usize)) as i32),
-            );
-            let __s6 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 6usize)) as i32),
-            );
-            let __s7 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 7usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s7 as usize) == (__s0 as usize) + 14usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                8usize,
-              ))
-          }
-            | {
-              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x13 = (0i32).wrapping_add(((__f0 + 7usize)) as i32);
-              let __c14 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x13,
-                __x12,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x12,
-                  __c14,
+            if __a0
+              .checked_add(8191i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              8192usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 8192usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (8usize - 1)) / 8usize * 8usize,
+            8192usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  out_ptr_8,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 2usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {

@@ -40,71 +40,62 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
     );
     let mut x_4: [f32; 8usize] = unsafe { ::core::mem::zeroed() };
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __q0 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                __p_input_col_stride,
-              ),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
             );
-            let __q1 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q2 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            let __q3 = ::kernel_std::__private::device::ptr_add(
-              row_ptr_3,
-              <i32 as ::kernel_std::__private::device::Num>::mul(
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                __p_input_col_stride,
-              ),
-            );
-            (__q0 as usize) % 4 == 0 && true
-              && ((::kernel_std::__private::device::cast::<
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                row_ptr_3,
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  (0i32).wrapping_add((0usize) as i32),
+                  __p_input_col_stride,
+                ),
+              );
+              (::kernel_std::__private::device::cast::<
                 i32,
                 i64,
               >(__p_input_col_stride)
-                .wrapping_mul(1i64)) == 1i64
-                && (__q3 as usize) == (__q0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __q0,
-                __p_input_ptr,
-                __len_input_ptr,
-                4usize,
-              )
-          }
-            | {
-              let __x0 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x1 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c2 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x0,
-                  __c2,
+                .wrapping_mul(1i64)) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  row_ptr_3,
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                    __p_input_col_stride,
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_input_ptr,
+                  __len_input_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {
-      let mut __ld3_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld0_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -114,7 +105,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = {
+          let __ld0: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               row_ptr_3,
               <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -150,16 +141,16 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
               >(
                 __q0,
                 !{
-                  let __x7 = (0i32).wrapping_add(((__f0)) as i32);
-                  let __x8 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-                  let __c9 = __p_n_cols;
+                  let __x4 = (0i32).wrapping_add(((__f0)) as i32);
+                  let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+                  let __c6 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x8,
-                    __x7,
+                    __x5,
+                    __x4,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x7,
-                      __c9,
+                      __x4,
+                      __c6,
                     )
                 },
                 [
@@ -178,13 +169,13 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
                 ],
               )
             } else if {
-              let __x4 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x5 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c6 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x5, __x4)
+              let __x1 = (0i32).wrapping_add(((__f0)) as i32);
+              let __x2 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
+              let __c3 = __p_n_cols;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x2, __x1)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x5,
-                  __c6,
+                  __x2,
+                  __c3,
                 )
             } && (__q0 as usize) % 16usize == 0
               && ((::kernel_std::__private::device::cast::<
@@ -289,7 +280,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
               ]
             }
           };
-          __ld3_all[__jc] = __ld3;
+          __ld0_all[__jc] = __ld0;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -299,7 +290,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-          let __ld3: [f32; 4usize] = __ld3_all[__jc];
+          let __ld0: [f32; 4usize] = __ld0_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -312,7 +303,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
                 (0i32).wrapping_add((__f) as i32),
                 __p_n_cols,
               ) {
-                __ld3[__v]
+                __ld0[__v]
               } else {
                 <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                   f64::NEG_INFINITY,
@@ -470,7 +461,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: f32 = {
+    let __red7: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (16usize - 1)),
@@ -512,7 +503,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
             let __f: usize = __f0 + __v;
             shifted_5[__j] = <f32 as ::kernel_std::__private::device::Num>::sub(
               x_4[__j],
-              __red10,
+              __red7,
             );
           },
         );
@@ -634,7 +625,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red11: f32 = {
+    let __red8: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (16usize - 1)),
@@ -658,7 +649,7 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
     ::kernel_std::__private::device::bar_sync();
-    let mut denominator_7: f32 = __red11;
+    let mut denominator_7: f32 = __red8;
     let mut out_ptr_8: *mut f32 = ::kernel_std::__private::device::ptr_add(
       __p_output_ptr,
       <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -668,54 +659,48 @@ pub unsafe extern "ptx-kernel" fn softmax_kernel__c5(
     );
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 512usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              ((0i32).wrapping_add((0usize) as i32)) as i64,
+              (__p_n_cols) as i64,
             );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              out_ptr_8,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x12 = (0i32).wrapping_add(((__f0)) as i32);
-              let __x13 = (0i32).wrapping_add(((__f0 + 3usize)) as i32);
-              let __c14 = __p_n_cols;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x13,
-                __x12,
-              )
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x12,
-                  __c14,
+            if __a0
+              .checked_add(4095i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              4096usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 4096usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            4096usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                out_ptr_8,
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  out_ptr_8,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
                 )
-            });
-        __jc += 1;
-      }
+            }
+        };
       __ok
     };
     if __vfast {

@@ -104,94 +104,72 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
         let off_5: i32 = __i;
         let mut x_8: [f32; 16usize] = unsafe { ::core::mem::zeroed() };
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_5,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_5,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_5,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_5,
+                        (0i32).wrapping_add((0usize) as i32),
+                      ),
+                      __p_input_col_stride,
                     ),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_5,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_5,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && ((::kernel_std::__private::device::cast::<
+                  );
+                  (::kernel_std::__private::device::cast::<
                     i32,
                     i64,
                   >(__p_input_col_stride)
                     .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    4usize,
-                  )
-              }
-                | {
-                  let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_5,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c2 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x1,
-                    __x0,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x0,
-                      __c2,
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      row_ptr_1,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_5,
+                          (0i32).wrapping_add(((__eu - 1)) as i32),
+                        ),
+                        __p_input_col_stride,
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld3_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld0_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -201,7 +179,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld3: [f32; 4usize] = {
+              let __ld0: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -249,22 +227,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_5,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_5,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c9 = __p_n_cols;
+                      let __c6 = __p_n_cols;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x8,
-                        __x7,
+                        __x5,
+                        __x4,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x7,
-                          __c9,
+                          __x4,
+                          __c6,
                         )
                     },
                     [
@@ -283,22 +261,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x5 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x2 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_5,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c6 = __p_n_cols;
+                  let __c3 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x5,
-                    __x4,
+                    __x2,
+                    __x1,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x5,
-                      __c6,
+                      __x2,
+                      __c3,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -415,7 +393,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld3_all[__jc] = __ld3;
+              __ld0_all[__jc] = __ld0;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -425,7 +403,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld3: [f32; 4usize] = __ld3_all[__jc];
+              let __ld0: [f32; 4usize] = __ld0_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -441,7 +419,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ),
                     __p_n_cols,
                   ) {
-                    __ld3[__v]
+                    __ld0[__v]
                   } else {
                     <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                       f64::NEG_INFINITY,
@@ -713,7 +691,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red10: f32 = {
+    let __red7: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -733,7 +711,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       <f32 as ::kernel_std::__private::device::Elem>::from_f32(__a)
     };
     ::kernel_std::__private::device::bar_sync();
-    let mut row_max_10: f32 = __red10;
+    let mut row_max_10: f32 = __red7;
     let mut __p: [f32; 1usize] = [<f32 as ::kernel_std::__private::device::Elem>::from_i64(
       0,
     ); 1usize];
@@ -835,7 +813,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
       }
     }
     ::kernel_std::__private::device::bar_sync();
-    let __red11: f32 = {
+    let __red8: f32 = {
       let __po = __smem.add(0usize) as *mut f32;
       let mut __a: f32 = ::kernel_std::__private::device::load(
         __po.add(__lane & (8usize - 1)),
@@ -857,7 +835,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
     ::kernel_std::__private::device::bar_sync();
     let mut inv_sum_11: f32 = <f32 as ::kernel_std::__private::device::Num>::div(
       <f32 as ::kernel_std::__private::device::Elem>::from_f64(1f64),
-      __red11,
+      __red8,
     );
     {
       let __start: i32 = (0i32);
@@ -872,152 +850,123 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
         let off_12: i32 = __i;
         ::kernel_std::__private::device::bar_sync();
         let __vfast: bool = {
-          let mut __ok: bool = true;
-          let __nc: usize = ::kernel_std::__private::device::opaque_usize(
-            4usize,
-          );
-          let mut __jc: usize = 0;
-          while __jc < __nc {
-            let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-            __ok = __ok
-              & ({
-                let __q0 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_12,
-                      (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
+          let mut __ok: bool = true
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
+                    off_12,
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
                 );
-                let __q1 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_12,
-                      (0i32).wrapping_add(((__f0 + 1usize)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    row_ptr_1,
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add((0usize) as i32),
+                      ),
+                      __p_input_col_stride,
                     ),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q2 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_12,
-                      (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
-                );
-                let __q3 = ::kernel_std::__private::device::ptr_add(
-                  row_ptr_1,
-                  <i32 as ::kernel_std::__private::device::Num>::mul(
-                    <i32 as ::kernel_std::__private::device::Num>::add(
-                      off_12,
-                      (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                    ),
-                    __p_input_col_stride,
-                  ),
-                );
-                (__q0 as usize) % 4 == 0 && true
-                  && ((::kernel_std::__private::device::cast::<
+                  );
+                  (::kernel_std::__private::device::cast::<
                     i32,
                     i64,
                   >(__p_input_col_stride)
                     .wrapping_mul((0i64).wrapping_add(1i64))) == 1i64
-                    && (__q3 as usize) == (__q0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __q0,
-                    __p_input_ptr,
-                    __len_input_ptr,
-                    4usize,
-                  )
-              }
-                | {
-                  let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
-                  );
-                  let __x16 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c17 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x16,
-                    __x15,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x15,
-                      __c17,
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      row_ptr_1,
+                      <i32 as ::kernel_std::__private::device::Num>::mul(
+                        <i32 as ::kernel_std::__private::device::Num>::add(
+                          off_12,
+                          (0i32).wrapping_add(((__eu - 1)) as i32),
+                        ),
+                        __p_input_col_stride,
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_input_ptr,
+                      __len_input_ptr,
+                      __eu,
                     )
-                })
-              & ({
-                let __s0 = ::kernel_std::__private::device::ptr_add(
-                  out_ptr_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
+                }
+            }
+            && {
+              let __e: usize = {
+                let (__a0, __b0): (i64, i64) = (
+                  (<i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
-                    (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-                  ),
+                    (0i32).wrapping_add((0usize) as i32),
+                  )) as i64,
+                  (__p_n_cols) as i64,
                 );
-                let __s1 = ::kernel_std::__private::device::ptr_add(
-                  out_ptr_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-                  ),
-                );
-                let __s2 = ::kernel_std::__private::device::ptr_add(
-                  out_ptr_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-                  ),
-                );
-                let __s3 = ::kernel_std::__private::device::ptr_add(
-                  out_ptr_2,
-                  <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  ),
-                );
-                ((__s0 as usize) % 4 == 0
-                  && (((0i64).wrapping_add(1i64)) == 1i64
-                    && (__s3 as usize) == (__s0 as usize) + 12usize)
-                  && ::kernel_std::__private::device::fits(
-                    __s0,
-                    __p_output_ptr,
-                    __len_output_ptr,
-                    4usize,
-                  ))
-              }
-                | {
-                  let __x12 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0)) as i32),
+                if __a0
+                  .checked_add(4095i64)
+                  .is_none_or(|__z| __z > i32::MAX as i64)
+                {
+                  4096usize
+                } else {
+                  __b0
+                    .saturating_sub(__a0)
+                    .saturating_add(0i64)
+                    .clamp(0, 4096usize as i64) as usize
+                }
+              };
+              let __eu: usize = ::core::cmp::min(
+                (__e + (4usize - 1)) / 4usize * 4usize,
+                4096usize,
+              );
+              __eu == 0
+                || {
+                  let __p0 = ::kernel_std::__private::device::ptr_add(
+                    out_ptr_2,
+                    <i32 as ::kernel_std::__private::device::Num>::add(
+                      off_12,
+                      (0i32).wrapping_add((0usize) as i32),
+                    ),
                   );
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
-                    off_12,
-                    (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-                  );
-                  let __c14 = __p_n_cols;
-                  <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x13,
-                    __x12,
-                  )
-                    && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x12,
-                      __c14,
+                  ((0i64).wrapping_add(1i64)) == 1i64
+                    && (__p0 as usize) % 4 == 0
+                    && (::kernel_std::__private::device::ptr_add(
+                      out_ptr_2,
+                      <i32 as ::kernel_std::__private::device::Num>::add(
+                        off_12,
+                        (0i32).wrapping_add(((__eu - 1)) as i32),
+                      ),
+                    ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                    && ::kernel_std::__private::device::fits(
+                      __p0,
+                      __p_output_ptr,
+                      __len_output_ptr,
+                      __eu,
                     )
-                });
-            __jc += 1;
-          }
+                }
+            };
           __ok
         };
         if __vfast {
-          let mut __ld18_all: [[f32; 4usize]; 4usize] = unsafe {
+          let mut __ld9_all: [[f32; 4usize]; 4usize] = unsafe {
             ::core::mem::zeroed()
           };
           ::kernel_std::__private::device::unroll::<
@@ -1027,7 +976,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
             #[inline(always)]
             |__jc: usize| {
               let __f0: usize = (__jc * 256usize + __tid) * 4usize;
-              let __ld18: [f32; 4usize] = {
+              let __ld9: [f32; 4usize] = {
                 let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
                   row_ptr_1,
                   <i32 as ::kernel_std::__private::device::Num>::mul(
@@ -1075,22 +1024,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   >(
                     __q0,
                     !{
-                      let __x22 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
                         (0i32).wrapping_add(((__f0)) as i32),
                       );
-                      let __x23 = <i32 as ::kernel_std::__private::device::Num>::add(
+                      let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                         off_12,
                         (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                       );
-                      let __c24 = __p_n_cols;
+                      let __c15 = __p_n_cols;
                       <i32 as ::kernel_std::__private::device::Num>::ge(
-                        __x23,
-                        __x22,
+                        __x14,
+                        __x13,
                       )
                         && <i32 as ::kernel_std::__private::device::Num>::ge(
-                          __x22,
-                          __c24,
+                          __x13,
+                          __c15,
                         )
                     },
                     [
@@ -1109,22 +1058,22 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                     ],
                   )
                 } else if {
-                  let __x19 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     off_12,
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c21 = __p_n_cols;
+                  let __c12 = __p_n_cols;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x20,
-                    __x19,
+                    __x11,
+                    __x10,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::lt(
-                      __x20,
-                      __c21,
+                      __x11,
+                      __c12,
                     )
                 } && (__q0 as usize) % 16usize == 0
                   && ((::kernel_std::__private::device::cast::<
@@ -1241,7 +1190,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                   ]
                 }
               };
-              __ld18_all[__jc] = __ld18;
+              __ld9_all[__jc] = __ld9;
             },
           );
           ::kernel_std::__private::device::unroll::<
@@ -1254,7 +1203,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
               let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
               let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
               let mut __sm: [bool; 4usize] = [false; 4usize];
-              let __ld18: [f32; 4usize] = __ld18_all[__jc];
+              let __ld9: [f32; 4usize] = __ld9_all[__jc];
               ::kernel_std::__private::device::unroll::<
                 4usize,
                 _,
@@ -1280,7 +1229,7 @@ pub unsafe extern "ptx-kernel" fn softmax_online_kernel__BLOCK_SIZE_4096(
                           ),
                           __p_n_cols,
                         ) {
-                          __ld18[__v]
+                          __ld9[__v]
                         } else {
                           <f32 as ::kernel_std::__private::device::Elem>::from_f64(
                             f64::NEG_INFINITY,

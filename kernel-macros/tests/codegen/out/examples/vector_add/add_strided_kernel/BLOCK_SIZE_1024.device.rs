@@ -37,7 +37,73 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
     let mut pid_0: i32 = ::kernel_std::__private::device::program_id(0u32);
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
+      let mut __ok: bool = true
+        && {
+          let __e: usize = {
+            let (__a0, __b0): (i64, i64) = (
+              (<i32 as ::kernel_std::__private::device::Num>::add(
+                <i32 as ::kernel_std::__private::device::Num>::mul(
+                  pid_0,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1024i64,
+                  ),
+                ),
+                (0i32).wrapping_add((0usize) as i32),
+              )) as i64,
+              (__p_n_elements) as i64,
+            );
+            if __a0
+              .checked_add(1023i64)
+              .is_none_or(|__z| __z > i32::MAX as i64)
+            {
+              1024usize
+            } else {
+              __b0
+                .saturating_sub(__a0)
+                .saturating_add(0i64)
+                .clamp(0, 1024usize as i64) as usize
+            }
+          };
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            1024usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                __p_output_ptr,
+                <i32 as ::kernel_std::__private::device::Num>::add(
+                  <i32 as ::kernel_std::__private::device::Num>::mul(
+                    pid_0,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1024i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add((0usize) as i32),
+                ),
+              );
+              ((0i64).wrapping_add(1i64)) == 1i64
+                && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_output_ptr,
+                  <i32 as ::kernel_std::__private::device::Num>::add(
+                    <i32 as ::kernel_std::__private::device::Num>::mul(
+                      pid_0,
+                      <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                        1024i64,
+                      ),
+                    ),
+                    (0i32).wrapping_add(((__eu - 1)) as i32),
+                  ),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_output_ptr,
+                  __len_output_ptr,
+                  __eu,
+                )
+            }
+        };
       let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
       let mut __jc: usize = 0;
       while __jc < __nc {
@@ -196,7 +262,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               )
           }
             | {
-              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -205,7 +271,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -214,11 +280,11 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c5 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
+              let __c2 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x3,
-                  __c5,
+                  __x0,
+                  __c2,
                 )
             })
           & ({
@@ -374,7 +440,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               )
           }
             | {
-              let __x6 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x3 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -383,7 +449,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x4 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -392,96 +458,11 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c8 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x7, __x6)
+              let __c5 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x4, __x3)
                 && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x6,
-                  __c8,
-                )
-            })
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-              ),
-            );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-              ),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-              ),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              __p_output_ptr,
-              <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              ),
-            );
-            ((__s0 as usize) % 4 == 0
-              && (((0i64).wrapping_add(1i64)) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_output_ptr,
-                __len_output_ptr,
-                4usize,
-              ))
-          }
-            | {
-              let __x0 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0)) as i32),
-              );
-              let __x1 = <i32 as ::kernel_std::__private::device::Num>::add(
-                <i32 as ::kernel_std::__private::device::Num>::mul(
-                  pid_0,
-                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                    1024i64,
-                  ),
-                ),
-                (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-              );
-              let __c2 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(__x1, __x0)
-                && <i32 as ::kernel_std::__private::device::Num>::ge(
-                  __x0,
-                  __c2,
+                  __x3,
+                  __c5,
                 )
             });
         __jc += 1;
@@ -489,10 +470,10 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
       __ok
     };
     if __vfast {
-      let mut __ld9_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld6_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
-      let mut __ld16_all: [[f32; 4usize]; 2usize] = unsafe {
+      let mut __ld13_all: [[f32; 4usize]; 2usize] = unsafe {
         ::core::mem::zeroed()
       };
       ::kernel_std::__private::device::unroll::<
@@ -502,7 +483,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
         #[inline(always)]
         |__jc: usize| {
           let __f0: usize = (__jc * 128usize + __tid) * 4usize;
-          let __ld9: [f32; 4usize] = {
+          let __ld6: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_x_ptr,
@@ -650,7 +631,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               >(
                 __q0,
                 !{
-                  let __x13 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -659,7 +640,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -668,14 +649,14 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c15 = __p_n_elements;
+                  let __c12 = __p_n_elements;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x14,
-                    __x13,
+                    __x11,
+                    __x10,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x13,
-                      __c15,
+                      __x10,
+                      __c12,
                     )
                 },
                 [
@@ -686,7 +667,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x10 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x7 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -695,7 +676,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x11 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x8 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -704,14 +685,11 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c12 = __p_n_elements;
-              <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x11,
-                __x10,
-              )
+              let __c9 = __p_n_elements;
+              <i32 as ::kernel_std::__private::device::Num>::ge(__x8, __x7)
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x11,
-                  __c12,
+                  __x8,
+                  __c9,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (__q1 as usize) == (__q0 as usize) + 4usize
@@ -837,7 +815,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          let __ld16: [f32; 4usize] = {
+          let __ld13: [f32; 4usize] = {
             let __q0: *mut f32 = ::kernel_std::__private::device::ptr_add(
               ::kernel_std::__private::device::ptr_add(
                 __p_y_ptr,
@@ -985,7 +963,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               >(
                 __q0,
                 !{
-                  let __x20 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -994,7 +972,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0)) as i32),
                   );
-                  let __x21 = <i32 as ::kernel_std::__private::device::Num>::add(
+                  let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
                     <i32 as ::kernel_std::__private::device::Num>::mul(
                       pid_0,
                       <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1003,14 +981,14 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                     ),
                     (0i32).wrapping_add(((__f0 + 3usize)) as i32),
                   );
-                  let __c22 = __p_n_elements;
+                  let __c19 = __p_n_elements;
                   <i32 as ::kernel_std::__private::device::Num>::ge(
-                    __x21,
-                    __x20,
+                    __x18,
+                    __x17,
                   )
                     && <i32 as ::kernel_std::__private::device::Num>::ge(
-                      __x20,
-                      __c22,
+                      __x17,
+                      __c19,
                     )
                 },
                 [
@@ -1021,7 +999,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ],
               )
             } else if {
-              let __x17 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x14 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1030,7 +1008,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0)) as i32),
               );
-              let __x18 = <i32 as ::kernel_std::__private::device::Num>::add(
+              let __x15 = <i32 as ::kernel_std::__private::device::Num>::add(
                 <i32 as ::kernel_std::__private::device::Num>::mul(
                   pid_0,
                   <i32 as ::kernel_std::__private::device::Elem>::from_i64(
@@ -1039,14 +1017,14 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                 ),
                 (0i32).wrapping_add(((__f0 + 3usize)) as i32),
               );
-              let __c19 = __p_n_elements;
+              let __c16 = __p_n_elements;
               <i32 as ::kernel_std::__private::device::Num>::ge(
-                __x18,
-                __x17,
+                __x15,
+                __x14,
               )
                 && <i32 as ::kernel_std::__private::device::Num>::lt(
-                  __x18,
-                  __c19,
+                  __x15,
+                  __c16,
                 )
             } && (__q0 as usize) % 16usize == 0
               && (__q1 as usize) == (__q0 as usize) + 4usize
@@ -1172,8 +1150,8 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
               ]
             }
           };
-          __ld9_all[__jc] = __ld9;
-          __ld16_all[__jc] = __ld16;
+          __ld6_all[__jc] = __ld6;
+          __ld13_all[__jc] = __ld13;
         },
       );
       ::kernel_std::__private::device::unroll::<
@@ -1186,8 +1164,8 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
           let mut __sp: [*mut f32; 4usize] = [::core::ptr::null_mut(); 4usize];
           let mut __sv: [f32; 4usize] = [<f32 as ::core::default::Default>::default(); 4usize];
           let mut __sm: [bool; 4usize] = [false; 4usize];
-          let __ld9: [f32; 4usize] = __ld9_all[__jc];
-          let __ld16: [f32; 4usize] = __ld16_all[__jc];
+          let __ld6: [f32; 4usize] = __ld6_all[__jc];
+          let __ld13: [f32; 4usize] = __ld13_all[__jc];
           ::kernel_std::__private::device::unroll::<
             4usize,
             _,
@@ -1221,7 +1199,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_elements,
                 ) {
-                  __ld9[__v]
+                  __ld6[__v]
                 } else {
                   <f32 as ::core::default::Default>::default()
                 },
@@ -1237,7 +1215,7 @@ pub unsafe extern "ptx-kernel" fn add_strided_kernel__BLOCK_SIZE_1024(
                   ),
                   __p_n_elements,
                 ) {
-                  __ld16[__v]
+                  __ld13[__v]
                 } else {
                   <f32 as ::core::default::Default>::default()
                 },

@@ -616,61 +616,42 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
     );
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_out,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1i64,
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
+                ::kernel_std::__private::device::ptr_add(
+                  __p_out,
+                  <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                    1i64,
+                  ),
                 ),
-              ),
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-            );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_out,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_out,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              ::kernel_std::__private::device::ptr_add(
-                __p_out,
-                <i32 as ::kernel_std::__private::device::Elem>::from_i64(
-                  1i64,
-                ),
-              ),
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
-                __p_out,
-                __len_out,
-                4usize,
-              ))
-          } | false);
-        __jc += 1;
-      }
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  ::kernel_std::__private::device::ptr_add(
+                    __p_out,
+                    <i32 as ::kernel_std::__private::device::Elem>::from_i64(
+                      1i64,
+                    ),
+                  ),
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_out,
+                  __len_out,
+                  __eu,
+                )
+            }
+        };
       __ok
     };
     if __vfast {
@@ -1374,41 +1355,32 @@ pub unsafe extern "ptx-kernel" fn reduce_layouts__c0__R_1__C_256(
     ::kernel_std::__private::device::bar_sync();
     ::kernel_std::__private::device::bar_sync();
     let __vfast: bool = {
-      let mut __ok: bool = true;
-      let __nc: usize = ::kernel_std::__private::device::opaque_usize(2usize);
-      let mut __jc: usize = 0;
-      while __jc < __nc {
-        let __f0: usize = (__jc * 32usize + __tid) * 4usize;
-        __ok = __ok
-          & ({
-            let __s0 = ::kernel_std::__private::device::ptr_add(
-              __p_xo,
-              (0i32).wrapping_add(((__f0 + 0usize)) as i32),
-            );
-            let __s1 = ::kernel_std::__private::device::ptr_add(
-              __p_xo,
-              (0i32).wrapping_add(((__f0 + 1usize)) as i32),
-            );
-            let __s2 = ::kernel_std::__private::device::ptr_add(
-              __p_xo,
-              (0i32).wrapping_add(((__f0 + 2usize)) as i32),
-            );
-            let __s3 = ::kernel_std::__private::device::ptr_add(
-              __p_xo,
-              (0i32).wrapping_add(((__f0 + 3usize)) as i32),
-            );
-            ((__s0 as usize) % 4 == 0
-              && ((1i64) == 1i64
-                && (__s3 as usize) == (__s0 as usize) + 12usize)
-              && ::kernel_std::__private::device::fits(
-                __s0,
+      let mut __ok: bool = true
+        && {
+          let __e: usize = 256usize;
+          let __eu: usize = ::core::cmp::min(
+            (__e + (4usize - 1)) / 4usize * 4usize,
+            256usize,
+          );
+          __eu == 0
+            || {
+              let __p0 = ::kernel_std::__private::device::ptr_add(
                 __p_xo,
-                __len_xo,
-                4usize,
-              ))
-          } | false);
-        __jc += 1;
-      }
+                (0i32).wrapping_add((0usize) as i32),
+              );
+              (1i64) == 1i64 && (__p0 as usize) % 4 == 0
+                && (::kernel_std::__private::device::ptr_add(
+                  __p_xo,
+                  (0i32).wrapping_add(((__eu - 1)) as i32),
+                ) as usize) == (__p0 as usize) + (__eu - 1) * 4usize
+                && ::kernel_std::__private::device::fits(
+                  __p0,
+                  __p_xo,
+                  __len_xo,
+                  __eu,
+                )
+            }
+        };
       __ok
     };
     if __vfast {

@@ -1,0 +1,108 @@
+//! Chunk tests stated once for a whole one-dimensional block. A split phase
+//! ([`DevGen::split_phase`]) runs its fast copy when every chunk of every access passes its test
+//! (contiguous, 4-byte aligned and inside its buffer, or masked out entirely). For a pointer
+//! block that steps by one element along the block, with no mask or a mask that keeps a prefix
+//! of the block (`a < b`, `a` increasing by one along it, `b` constant), those tests hold for
+//! every chunk exactly when they hold for the range of elements the mask keeps, rounded up to
+//! whole chunks: a test of the two ends of that range, the same for every thread, instead of a
+//! loop over the thread's chunks.
+
+use super::chunks::Along;
+use super::*;
+
+/// A split phase's test, in two parts: tests of the whole block (`whole`, the same in every
+/// thread) and tests of the chunk at `__f0` (`per_chunk`, run for each chunk of the thread).
+pub(super) struct SplitTest {
+    pub(super) whole: Vec<TokenStream>,
+    pub(super) per_chunk: Vec<TokenStream>,
+}
+
+impl DevGen<'_> {
+    /// The test of the whole block of `numel` elements for the access `parent` (a `load`, or a
+    /// store's pointer block) through pointer block `ptr` with `mask`, in chunks of `v` elements
+    /// of `size` bytes; `None` when the analysis cannot state it (the caller tests chunk by
+    /// chunk). With `e` the length of the prefix the mask keeps (`numel` without a mask) and
+    /// `eu` that rounded up to whole chunks (at most `numel`): every chunk that is not masked
+    /// out entirely lies in `[0, eu)`, so the chunks pass when `eu` is 0 or the pointers over
+    /// that range step by one element (the increment is one and the last pointer is where the
+    /// first one's run ends: no offset wrapped), the first is 4-byte aligned (the chunks start
+    /// a multiple of 4 bytes apart) and the range is inside the buffer.
+    pub(super) fn whole_block_test(&self, parent: ExprId, ptr: ExprId, mask: Option<ExprId>, numel: usize, v: usize, size: usize) -> Option<TokenStream> {
+        if self.shapes[parent].len() != 1 || self.shapes[parent][0] != numel || numel % v != 0 {
+            return None;
+        }
+        let moves = self.child_moves(parent, ptr, true);
+        let at0 = self.sub_at(parent, ptr, &At::Flat(quote!(0usize)));
+        let step = self.col_step(ptr, moves, &at0)?;
+        let prefix = match mask {
+            None => quote!(#numel),
+            Some(m) => self.prefix_kept(parent, m, numel)?,
+        };
+        let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
+        let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
+        let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
+        let align = proc_macro2::Literal::usize_unsuffixed(4);
+        Some(quote!({
+            let __e: usize = #prefix;
+            let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, #numel);
+            __eu == 0 || {
+                let __p0 = #p0;
+                (#step) == 1i64
+                    && (__p0 as usize) % #align == 0
+                    && (#last as usize) == (__p0 as usize) + (__eu - 1) * #size
+                    && #fits
+            }
+        }))
+    }
+
+    /// For a mask `m` of the one-dimensional block `parent` of `numel` elements that keeps a
+    /// prefix of it, an expression of that prefix's length (a `usize` in `0..=numel`): `m` is
+    /// (through pure locals) `a < b`, `a <= b`, `b > a` or `b >= a`, with `a` a signed integer
+    /// block increasing by one along the block and `b` constant along it, so the prefix is where
+    /// `a` is below `b` (or not above). Should `a` pass its type's maximum over the block (it
+    /// wraps, and the kept elements need not be a prefix) the length is `numel`: the caller then
+    /// tests the whole block.
+    fn prefix_kept(&self, parent: ExprId, m: ExprId, numel: usize) -> Option<TokenStream> {
+        let k = self.k;
+        let m = self.through_pure(m);
+        let ExprKind::Binary(op, x, y) = k.exprs[m].kind else { return None };
+        let (a, b, inclusive) = match op {
+            BinOp::Lt => (x, y, false),
+            BinOp::Le => (x, y, true),
+            BinOp::Gt => (y, x, false),
+            BinOp::Ge => (y, x, true),
+            _ => return None,
+        };
+        let dtype = k.exprs[a].ty.dtype();
+        let along = |c: ExprId| self.along(c, self.child_moves(parent, c, true));
+        if along(a) != Along::Inc1 || along(b) != Along::Const || !matches!(dtype, Some(DType::I32 | DType::I64)) || k.exprs[b].ty.dtype() != dtype {
+            return None;
+        }
+        let max = match dtype {
+            Some(DType::I32) => quote!(i32::MAX as i64),
+            _ => quote!(i64::MAX),
+        };
+        let a0 = self.operand(parent, a, &At::Flat(quote!(0usize)));
+        let b0 = self.operand(parent, b, &At::Flat(quote!(0usize)));
+        let (extra, span) = (inclusive as i64, numel as i64 - 1);
+        Some(quote!({
+            let (__a0, __b0): (i64, i64) = ((#a0) as i64, (#b0) as i64);
+            if __a0.checked_add(#span).is_none_or(|__z| __z > #max) {
+                #numel
+            } else {
+                __b0.saturating_sub(__a0).saturating_add(#extra).clamp(0, #numel as i64) as usize
+            }
+        }))
+    }
+
+    /// `e` seen through the pure and inline locals that name it.
+    fn through_pure(&self, e: ExprId) -> ExprId {
+        match self.k.exprs[e].kind {
+            ExprKind::Local(l) => match self.kinds[l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.through_pure(v),
+                _ => e,
+            },
+            _ => e,
+        }
+    }
+}
