@@ -13,7 +13,7 @@ use super::*;
 const PIECES_ALIGN: usize = 4;
 
 /// [`PIECES_ALIGN`] as a literal for generated code.
-fn pieces_align() -> proc_macro2::Literal {
+pub(super) fn pieces_align() -> proc_macro2::Literal {
     proc_macro2::Literal::usize_unsuffixed(PIECES_ALIGN)
 }
 

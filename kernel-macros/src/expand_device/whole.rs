@@ -3,9 +3,9 @@
 //! (contiguous, 4-byte aligned and inside its buffer, or masked out entirely). For a pointer
 //! block that steps by one element along the block, with no mask or a mask that keeps a prefix
 //! of the block (`a < b`, `a` increasing by one along it, `b` constant), those tests hold for
-//! every chunk exactly when they hold for the range of elements the mask keeps, rounded up to
-//! whole chunks: a test of the two ends of that range, the same for every thread, instead of a
-//! loop over the thread's chunks.
+//! every chunk when they hold for the range of elements the mask keeps, rounded up to whole
+//! chunks: a test of the two ends of that range, the same for every thread, instead of a loop
+//! over the thread's chunks (where it fails, the checked copy runs, as when a chunk fails).
 
 use super::chunks::Along;
 use super::*;
@@ -41,7 +41,7 @@ impl DevGen<'_> {
         let p0 = self.operand(parent, ptr, &At::Flat(quote!(0usize)));
         let last = self.operand(parent, ptr, &At::Flat(quote!((__eu - 1))));
         let fits = self.fits_code_n(ptr, &quote!(__p0), quote!(__eu));
-        let align = proc_macro2::Literal::usize_unsuffixed(4);
+        let align = super::vector::pieces_align();
         Some(quote!({
             let __e: usize = #prefix;
             let __eu: usize = ::core::cmp::min((__e + (#v - 1)) / #v * #v, #numel);
