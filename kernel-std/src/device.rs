@@ -679,7 +679,6 @@ macro_rules! unary_asm {
 }
 unary_asm!(sqrt_rn, "sqrt.rn.f32");
 unary_asm!(rcp_approx, "rcp.approx.ftz.f32");
-
 unary_asm!(rsqrt_approx, "rsqrt.approx.f32");
 unary_asm!(sin_approx, "sin.approx.f32");
 unary_asm!(cos_approx, "cos.approx.f32");

@@ -293,8 +293,9 @@ impl<'k> DevGen<'k> {
         }
     }
 
-    /// A phase split in two: `__vfast` is true when every chunk of the thread passes `test` (see
-    /// [`Self::split_test`]); then `code` runs with predicated accesses (one per chunk where the
+    /// A phase split in two: `__vfast` is true when `test` passes (see [`Self::split_test`]):
+    /// its tests of the whole block, then, in a loop, its tests of each of the thread's chunks;
+    /// then `code` runs with predicated accesses (one per chunk where the
     /// chunk is aligned to its size, else 4-byte pieces) and no test (the chunk code's
     /// `if __vfast` branches fold); else `slow`, loops over the chunks and their elements with
     /// the per-chunk tests and element-by-element accesses, runs on a copy of `dest` (indexed
