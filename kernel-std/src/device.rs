@@ -828,15 +828,14 @@ pub fn fits<T>(p: *mut T, base: *mut T, len: u64, n: usize) -> bool {
     off <= bytes && bytes - off >= n as u64 * size
 }
 
-/// [`fits`] for one element; when it does not, the access is recorded in the launch's fault
-/// record (only the first one of a launch is kept) and the caller skips it.
+/// [`fits`] for one element; when it does not, the access is noted in the thread's
+/// [`FaultNote`] (reported when the entry ends) and the caller skips it.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) -> bool {
+pub fn in_bounds<T>(p: *mut T, base: *mut T, len: u64, note: *mut FaultNote, param: u32, line: u32) -> bool {
     let ok = fits(p, base, len, 1);
     if !ok {
-        let index = ((p as i64).wrapping_sub(base as i64)) / core::mem::size_of::<T>() as i64;
-        report_fault(record, tag, param, line, index, len);
+        core::hint::cold_path();
+        note_fault_at(p, base, len, note, param, line);
     }
     ok
 }
@@ -853,24 +852,81 @@ pub fn fits_any<T>(p: *mut T, n: usize, bufs: &[(u64, u64)]) -> bool {
     })
 }
 
-/// [`fits_any`] for one element; when it does not fit, the access is recorded with parameter
+/// [`fits_any`] for one element; when it does not fit, the access is noted with parameter
 /// `u32::MAX` and its address as the index, and the caller skips it.
 #[inline(always)]
-pub fn in_bounds_any<T>(p: *mut T, bufs: &[(u64, u64)], record: *mut u32, tag: u32, line: u32) -> bool {
+pub fn in_bounds_any<T>(p: *mut T, bufs: &[(u64, u64)], note: *mut FaultNote, line: u32) -> bool {
     let ok = fits_any(p, 1, bufs);
     if !ok {
-        report_fault(record, tag, u32::MAX, line, p as i64, 0);
+        core::hint::cold_path();
+        note_fault(note, u32::MAX, line, p as i64, 0);
     }
     ok
 }
 
-/// Records an access at `p` outside the buffer at `base` (see [`in_bounds`]); kept out of line
-/// so that a chunk's element path has one call site however many elements it checks.
-#[cold]
-#[inline(never)]
-pub fn report_fault_at<T>(p: *mut T, base: *mut T, len: u64, record: *mut u32, tag: u32, param: u32, line: u32) {
+/// A thread's first access outside its buffer: whether there was one (`set`, a plain field the
+/// optimizer keeps in a register) and, written only when there was, `[param, line, index lo,
+/// index hi, len lo, len hi]` in the thread's local memory (volatile accesses keep them out of
+/// registers). Written where the access is checked, reported to the launch's fault record once,
+/// when the entry ends ([`flush_faults`]): checking elements thus calls nothing (at a call site
+/// ptxas keeps every live value in registers that the whole entry then holds).
+#[repr(C)]
+pub struct FaultNote {
+    set: bool,
+    words: core::mem::MaybeUninit<[u32; 6]>,
+}
+
+impl FaultNote {
+    /// No access noted.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        FaultNote { set: false, words: core::mem::MaybeUninit::uninit() }
+    }
+}
+
+impl Default for FaultNote {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Notes an access at `p` outside the buffer at `base` (see [`in_bounds`]).
+#[inline(always)]
+pub fn note_fault_at<T>(p: *mut T, base: *mut T, len: u64, note: *mut FaultNote, param: u32, line: u32) {
     let index = ((p as i64).wrapping_sub(base as i64)) / core::mem::size_of::<T>() as i64;
-    report_fault(record, tag, param, line, index, len);
+    note_fault(note, param, line, index, len);
+}
+
+/// Notes a fault in `note` unless one was noted before.
+#[inline(always)]
+pub fn note_fault(note: *mut FaultNote, param: u32, line: u32, index: i64, len: u64) {
+    unsafe {
+        if !(*note).set {
+            (*note).set = true;
+            let w = (*note).words.as_mut_ptr() as *mut u32;
+            core::ptr::write_volatile(w, param);
+            core::ptr::write_volatile(w.add(1), line);
+            core::ptr::write_volatile(w.add(2), index as u32);
+            core::ptr::write_volatile(w.add(3), (index >> 32) as u32);
+            core::ptr::write_volatile(w.add(4), len as u32);
+            core::ptr::write_volatile(w.add(5), (len >> 32) as u32);
+        }
+    }
+}
+
+/// Writes the fault noted in `note`, if any, to the launch's fault record: the end of every
+/// entry.
+#[inline(always)]
+pub fn flush_faults(note: *mut FaultNote, record: *mut u32, tag: u32) {
+    unsafe {
+        if (*note).set {
+            let w = (*note).words.as_ptr() as *const u32;
+            let r = |i: usize| core::ptr::read_volatile(w.add(i));
+            let index = (r(2) as u64 | (r(3) as u64) << 32) as i64;
+            let len = r(4) as u64 | (r(5) as u64) << 32;
+            report_fault(record, tag, r(0), r(1), index, len);
+        }
+    }
 }
 
 /// Writes the fault record `[set, tag, param, line, index lo, index hi, len lo, len hi]` if no

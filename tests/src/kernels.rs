@@ -112,6 +112,19 @@ pub fn pick<const B: i32>(x: Ptr<f32>, y: Ptr<f32>, out: Ptr<f32>, n: i32, offse
     store(out + i, load(src, m, 0.0), m);
 }
 
+/// Copies `n` elements of `x` to `out`, then returns early when `stop` is set, else adds one to
+/// them: an access outside `x` before a `return` is reported like any other.
+#[kernel(B = [64])]
+pub fn copy_then_return<const B: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32, stop: i32) {
+    let i = arange(0, B);
+    let v = load(x + i, i < n, 0.0);
+    store(out + i, v, i < 16);
+    if stop != 0 {
+        return;
+    }
+    store(out + i, v + 1.0, i < 16);
+}
+
 /// Blocks that are multiples of 16 but not powers of two: a [48, 48] f16 `dot` (tensor cores
 /// with N = 48), its row sums and column maxima, and a masked 48-element load.
 #[kernel(B = [48])]

@@ -304,7 +304,13 @@ impl DevGen<'_> {
             }
             ExprKind::Where(c, a, b) => {
                 let (vc, va, vb) = (self.operand(id, *c, at), self.operand(id, *a, at), self.operand(id, *b, at));
-                quote!(if #vc { #va } else { #vb })
+                // Both sides computed ahead where that is cheap and safe: a select, and a value
+                // read twice in one statement (computed at each read) is computed once.
+                if self.speculable(*a, at) && self.speculable(*b, at) {
+                    quote!({ let __wa = #va; let __wb = #vb; if #vc { __wa } else { __wb } })
+                } else {
+                    quote!(if #vc { #va } else { #vb })
+                }
             }
             ExprKind::Load { ptr, mask, other } => self.load_code(id, (*ptr, *mask, *other), at),
             ExprKind::Random { kind, seed, offset, four, word, rounds } => {
@@ -348,6 +354,27 @@ impl DevGen<'_> {
                 };
                 quote!(<#t as #d::Elem>::from_f64(#f))
             }
+        }
+    }
+
+    /// Whether `e` may be computed at `at` whether or not its value is used: it accesses no
+    /// memory (a load read whole for the chunk ahead is read from its registers) and calls no
+    /// function of more than a few instructions (transcendental, square root, division), and
+    /// nothing in it is hoisted (a `dot` or reduction).
+    fn speculable(&self, e: ExprId, at: &At) -> bool {
+        if self.temps.borrow().contains_key(&e) {
+            return true;
+        }
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { .. } => matches!(at, At::Own) && self.prefetched.borrow().contains_key(&e),
+            ExprKind::Local(l) => match self.kinds[*l] {
+                LocalKind::Pure(v) | LocalKind::Inline(v) => self.speculable(v, at),
+                _ => true,
+            },
+            ExprKind::Math(f, _) if f.is_transcendental() || matches!(f, MathFn::Sqrt | MathFn::Rsqrt) => false,
+            ExprKind::Binary(BinOp::Div | BinOp::Rem, ..) => false,
+            ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } | ExprKind::Atomic { .. } | ExprKind::Random { .. } => false,
+            kind => kind.operands().into_iter().all(|c| self.speculable(c, at)),
         }
     }
 

@@ -784,7 +784,9 @@ fn elementwise_phases_of_several_chunks_are_split() {
     let one = device_code("BLOCK = [1024], num_warps = 4", add);
     let four = device_code("BLOCK = [4096], num_warps = 4", add);
     let split = "let __vfast : bool = { let mut __ok : bool = true";
-    assert!(!one.contains("__vfast"), "one chunk: the tests stay in the chunk code");
+    // One chunk: split too, its accesses tested for the whole block (no loop over chunks).
+    assert_eq!(one.matches(split).count(), 1, "one chunk, tests of the whole block: split");
+    assert!(one.contains("let __eu : usize") && !one.contains("__ok = __ok &"));
     assert_eq!(four.matches(split).count(), 1, "one phase: the store with its two loads");
     // The fast copy: predicated vector accesses; the checked copy: loops with scalar accesses.
     assert!(four.contains("load_vec_any :: <") && four.contains("store_vec_any :: <"));
@@ -847,7 +849,9 @@ fn widened_single_use_loads_are_read_at_their_use_in_blocks_of_several_chunks() 
         ["a", "b"].map(|n| p.kinds[k.locals.iter().position(|l| l.name == n).unwrap()].clone())
     };
     assert!(kinds("BLOCK = [4096], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Inline(_))));
-    assert!(kinds("BLOCK = [1024], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Materialized)));
+    assert!(kinds("BLOCK = [1024], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Inline(_))));
+    // 128 f16 elements over 128 threads: one element each, no chunks; the values are stored.
+    assert!(kinds("BLOCK = [128], num_warps = 4").iter().all(|k| matches!(k, LocalKind::Materialized)));
 }
 
 /// A config's `archs` leave its entries (and their manifest records) out of the other
@@ -961,11 +965,47 @@ fn elementwise_values_used_by_one_statement_are_evaluated_there() {
         let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
         ["e", "g", "a", "b"].map(|n| matches!(p.kinds[k.locals.iter().position(|l| l.name == n).unwrap()], LocalKind::Materialized))
     };
-    // `e` is read twice, `g` (a load's) after an atomic: both are stored; `a` and `b`, which
-    // reads a load, are evaluated in the store.
+    // `e` (an `exp`) is read twice, `g` (a load's) after an atomic: both are stored; `a` and
+    // `b`, which reads a load, are evaluated in the store.
     assert_eq!(stored("BLOCK = [4096], num_warps = 4"), [true, true, false, false]);
-    // One chunk per thread: the values read from memory are stored (`b` is pure over them).
-    assert_eq!(stored("BLOCK = [1024], num_warps = 4"), [true, true, true, false]);
+    assert_eq!(stored("BLOCK = [1024], num_warps = 4"), [true, true, false, false]);
+    // No chunks (one element per thread): the values read from memory are stored.
+    assert_eq!(stored("BLOCK = [128], num_warps = 4"), [true, true, true, false]);
+}
+
+/// A value without transcendental functions read twice in the one statement that uses it
+/// (layer norm's `x * x`) is computed there, once per element: its `where_` is a select over
+/// both sides computed ahead. Read by a reduction in that statement, it is stored (the
+/// reduction has a phase of its own); a `where_` over a division keeps its branch.
+#[test]
+fn values_read_twice_by_one_statement_are_computed_there() {
+    let src = "fn var<const BLOCK: i32>(x: Ptr<f16>, out: Ptr<f32>, n: i32, mean: f32) {
+        let cols = arange(0, BLOCK);
+        let v = load(x + cols, cols < n, 0.0).to::<f32>();
+        let d = where_(cols < n, v - mean, 0.0);
+        store(out + cols, d * d, cols < n);
+    }";
+    let reduced = "fn r<const BLOCK: i32>(x: Ptr<f16>, out: Ptr<f32>, n: i32) {
+        let cols = arange(0, BLOCK);
+        let v = load(x + cols, cols < n, 0.0).to::<f32>();
+        store(out + cols, v - v.max(0), cols < n);
+    }";
+    let kind = |src: &str, n: &str| {
+        let (_, inst) = expand("BLOCK = [1024], num_warps = 4", src);
+        let (k, vals, warps, stages) = &inst[0];
+        let p = plan_of(k, vals, *warps, *stages, Target::Sm80);
+        p.kinds[k.locals.iter().position(|l| l.name == n).unwrap()].clone()
+    };
+    assert!(matches!(kind(src, "d"), LocalKind::Inline(_)), "{:?}", kind(src, "d"));
+    assert!(matches!(kind(reduced, "v"), LocalKind::Materialized), "read by `max`: {:?}", kind(reduced, "v"));
+    let out = device_code("BLOCK = [1024], num_warps = 4", src);
+    assert!(out.contains("let __wa ="), "a select over `v - mean` and 0");
+    let div = "fn q<const BLOCK: i32>(x: Ptr<f32>, out: Ptr<f32>, n: i32, m: f32) {
+        let cols = arange(0, BLOCK);
+        let v = load(x + cols, cols < n, 0.0);
+        store(out + cols, where_(cols < n, v / m, 0.0), cols < n);
+    }";
+    assert!(!device_code("BLOCK = [1024], num_warps = 4", div).contains("let __wa ="), "a division is not computed ahead");
 }
 
 /// A reduction to one value over 8 or more warps reads one warp's partial per lane and
@@ -1021,4 +1061,28 @@ fn prefix_masked_rows_are_tested_once_for_the_whole_block() {
     }";
     let code = device_code("BLOCK = [256], num_warps = 4", tile);
     assert!(loops(&code) && !test_of(&code).contains("let __eu : usize"));
+}
+
+/// Accesses outside their buffers are noted in the thread's fault note where they are checked
+/// (no call there) and written to the launch's fault record once, when the body ends: also
+/// after a `return` (the body runs in a closure it leaves).
+#[test]
+fn faults_are_noted_where_checked_and_reported_when_the_entry_ends() {
+    let src = "fn g<const BLOCK: i32>(x: Ptr<f32>, idx: Ptr<i32>, z: Ptr<f32>, n: i32) {
+        let i = arange(0, BLOCK);
+        if n < 0 { return; }
+        let j = load(idx + i);
+        store(z + i, load(x + j, j < n, 0.0));
+    }";
+    let out = device_code("BLOCK = [256], num_warps = 4", src);
+    assert!(out.contains("in_bounds (") && out.contains("__fnote"), "element checks note into the thread's note");
+    assert!(!out.contains("report_fault"), "no fault is written from the body");
+    let body = out.find("inline_call (# [inline (always)] || {").expect("the body runs in a closure");
+    let flush = out.find("flush_faults (__fnote , __fault , __tag)").expect("the note is flushed");
+    assert!(body < flush && out[body..flush].contains("return ;"), "a `return` leaves the closure, not the entry");
+    // A region run out of line (a K loop's fallback running the rest of the kernel) has a note
+    // of its own: the entry's note never leaves its function.
+    let mm = device_code("", &matmul(3, 32, ""));
+    assert!(mm.contains("outline (move || { let mut __faults : :: kernel_std :: __private :: device :: FaultNote"), "an out-of-line region notes into its own note");
+    assert_eq!(mm.matches("outline (move ||").count(), mm.matches("outline (move || { let mut __faults").count());
 }

@@ -228,14 +228,15 @@ impl<'k> DevGen<'k> {
     /// applied per element): each chunk is contiguous, 4-byte aligned and inside its buffer, or
     /// masked out entirely; tested for the whole block where [`Self::whole_block_test`] can,
     /// else for the chunk at `__f0`. `Some` when the phase may be split ([`Self::may_split`],
-    /// [`Self::split_phase`]), has at least [`plan::MIN_SPLIT_ACCESSES`] chunk accesses, and
-    /// each access has a test reading no per-thread array (evaluated ahead of the element code,
-    /// such a read would go through shared memory).
+    /// [`Self::split_phase`]), each access has a test reading no per-thread array (evaluated
+    /// ahead of the element code, such a read would go through shared memory), and the tests
+    /// are of the whole block or the phase has at least [`plan::MIN_SPLIT_ACCESSES`] chunk
+    /// accesses.
     fn split_test(&self, numel: usize, loads: &[ExprId], out: &PhaseOut<'_, 'k>) -> Option<SplitTest> {
         let k = self.k;
         let v = self.vec_width(numel);
         let accesses = loads.len() + out.store_test.is_some() as usize;
-        if !self.may_split(numel) || (self.per_thread(numel) / v) * accesses < plan::MIN_SPLIT_ACCESSES {
+        if !self.may_split(numel) || accesses == 0 {
             return None;
         }
         let mut tests = SplitTest { whole: Vec::new(), per_chunk: Vec::new() };
@@ -263,17 +264,19 @@ impl<'k> DevGen<'k> {
             Some(AccessTest::Chunk(t)) => tests.per_chunk.push(t.clone()),
             None => {}
         }
-        Some(tests)
+        // Tests of the whole block cost a few instructions whatever the chunks; tests of each
+        // chunk ahead of the code pay where there are enough chunk accesses.
+        let few = (self.per_thread(numel) / v) * accesses < plan::MIN_SPLIT_ACCESSES;
+        (tests.per_chunk.is_empty() || !few).then_some(tests)
     }
 
     /// Whether a phase over `numel` elements in the cyclic layout may be split, before looking
     /// at its accesses ([`Self::split_test`]): its slots are unrolled, the plan lets cold paths
     /// leave the hot code (`outline_cold`), the kernel has no `dot` (there the accumulators and
     /// the operand stagings hold the registers; a split prologue made `mma.sync` bodies spill),
-    /// and a thread holds at least [`plan::MIN_SPLIT_CHUNKS`] chunks.
+    /// and its accesses go in chunks of at least two elements.
     fn may_split(&self, numel: usize) -> bool {
-        let v = self.vec_width(numel);
-        self.unroll_slots && self.outline_cold && self.dots.is_empty() && v >= 2 && self.per_thread(numel) / v >= plan::MIN_SPLIT_CHUNKS
+        self.unroll_slots && self.outline_cold && self.dots.is_empty() && self.vec_width(numel) >= 2
     }
 
     /// Whether evaluating `e` reads a per-thread array (a materialized block or a temporary).
@@ -568,7 +571,8 @@ impl<'k> DevGen<'k> {
                 let slow = if staged_nothing && self.roll_cold_stores {
                     let rolled = self.phase_chunks_in(numel, layout, &roots, &body, decls, after, true, None);
                     if self.outline_cold {
-                        quote!(#d::outline(move || { #rolled });)
+                        let noted = Self::with_fault_note(d, &rolled);
+                        quote!(#d::outline(move || { #noted });)
                     } else {
                         quote!((move || { #rolled })();)
                     }

@@ -13,6 +13,7 @@
 //! ordered on its stream, so cudarc's per-allocation event tracking is switched
 //! off.
 
+pub(crate) mod carveout;
 pub(crate) mod launch;
 pub(crate) mod memory;
 pub(crate) mod ptx;
@@ -51,6 +52,8 @@ pub(crate) struct CudaDevice {
     pub(crate) max_grid: [u32; 3],
     /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
     pub(crate) max_shared_optin: u32,
+    /// What one multiprocessor holds (for each kernel's shared-memory carveout).
+    pub(crate) sm_limits: carveout::SmLimits,
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     /// Loaded PTX modules, by path.
@@ -296,6 +299,14 @@ impl CudaDevice {
                 attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
             max_shared_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            sm_limits: carveout::SmLimits {
+                shared: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+                registers: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+                threads: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+                blocks: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+                reserved_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?,
+                cc_major: major,
+            },
             label,
             ctx,
             stream,

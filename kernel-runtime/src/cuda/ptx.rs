@@ -454,13 +454,17 @@ pub(crate) fn function(
         .map_err(|e| cuda_error(op.clone(), e))?;
     }
     if static_shared + dynamic > 0 {
-        // Prefer the largest shared-memory carveout of the L1/shared split: otherwise the
-        // driver may pick a smaller one and fit fewer blocks per SM than registers allow (ncu
-        // showed a 168 KB configuration limiting 50 KB blocks to 3 per SM on an H100).
-        let op = "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT = 100)".to_string();
+        // The shared memory of every block that registers and threads allow per SM, the rest
+        // to L1 (`carveout.rs`): left to itself the driver may pick a split that fits fewer
+        // blocks (ncu showed a 168 KB configuration limiting 50 KB blocks to 3 per SM on an
+        // H100), and the largest split leaves a kernel that rereads its data little L1.
+        let regs = u32::try_from(attr(FnAttr::CU_FUNC_ATTRIBUTE_NUM_REGS)?).unwrap_or(255);
+        let pct = super::carveout::carveout_percent(&dev.sm_limits, static_shared + dynamic, inst.threads, regs);
+        let op = format!("cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT = {pct})");
+        let value = i32::try_from(pct).unwrap_or(100);
         // SAFETY: `function` belongs to the loaded module.
         dev.call(&op, || unsafe {
-            result::function::set_function_attribute(function, FnAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+            result::function::set_function_attribute(function, FnAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, value)
         })
         .map_err(|e| cuda_error(op.clone(), e))?;
     }

@@ -154,3 +154,27 @@ fn pointers_mixing_two_arguments_are_checked_too() {
     assert!(msg.contains("out-of-bounds") && msg.contains("kernel `pick`"), "{msg}");
     dev.synchronize().unwrap();
 }
+
+/// An access outside its buffer before an early `return` is reported (on the GPU the thread's
+/// noted fault is written when the body ends, `return` included); without the fault both
+/// paths run.
+#[test]
+fn an_access_past_the_buffer_before_a_return_is_reported() {
+    use tests::kernels::copy_then_return;
+    let dev = test_device();
+    let x = Tensor::<f32>::from_vec(&dev, &[16], (0..16).map(|v| v as f32).collect()).unwrap();
+    let out = Tensor::<f32>::full(&dev, &[16], f32::NAN).unwrap();
+    for stop in [1, 0] {
+        copy_then_return::launch((1,), &x, &out, 16, stop, 64).unwrap();
+        let want: Vec<f32> = (0..16).map(|v| v as f32 + if stop == 0 { 1.0 } else { 0.0 }).collect();
+        assert_eq!(out.to_vec(), want, "stop = {stop}");
+        let launched = copy_then_return::launch((1,), &x, &out, 40, stop, 64);
+        let msg = match launched {
+            Err(e) => e.to_string(),
+            Ok(()) => dev.synchronize().expect_err("the out-of-bounds reads were not reported").to_string(),
+        };
+        assert!(msg.contains("out-of-bounds") && msg.contains("kernel `copy_then_return`") && msg.contains("`x`"), "stop = {stop}: {msg}");
+        assert!(msg.contains("(length 16)"), "{msg}");
+        dev.synchronize().unwrap();
+    }
+}

@@ -56,11 +56,11 @@ pub(crate) const MAX_OUTLINED_ACC_REGS: usize = 96;
 /// kernel's other values in 255 registers.
 pub(crate) const MAX_UNROLLED_SLOTS: usize = 64;
 
-/// The fewest chunks per thread, and chunk accesses (chunks times the loads and stores it
-/// reads from chunks), of an elementwise phase that is split in a test of every chunk ahead, a
-/// copy with only vector accesses and a checked copy (`DevGen::split_phase`). With fewer, the
-/// per-chunk code is small already and the test ahead of it costs more than it saves.
-pub(crate) const MIN_SPLIT_CHUNKS: usize = 2;
+/// The fewest chunk accesses (chunks per thread times the loads and stores read in chunks) of
+/// an elementwise phase that is split (`DevGen::split_phase`) when some access is tested chunk
+/// by chunk ahead of the code (a block-wide test of every access splits any vectorized phase:
+/// it costs a few instructions however many chunks there are). With fewer, the per-chunk code
+/// is small already and the test ahead of it costs more than it saves.
 pub(crate) const MIN_SPLIT_ACCESSES: usize = 2;
 
 /// What a plan is computed for besides the kernel: one declared instance (its concrete

@@ -62,22 +62,23 @@ impl DevicePlan<'_> {
     }
 
     /// Immutable block locals evaluated at their use rather than stored, referenced exactly
-    /// once: those defined by a `load`; and, in blocks of several chunks per thread of a kernel
-    /// without `dot`, those defined by any elementwise expression (a conversion of a load, the
-    /// arithmetic of layer norm's normalization...): where its phase is split, the value takes
-    /// no registers until then (a stored block takes one per value). A value read twice is
-    /// stored: evaluated at both reads, its loads' chunks take more registers than the stored
-    /// block (see BENCHMARKS.md, session 28).
+    /// once: those defined by a `load`; and, in blocks read in chunks (vectorized) of a kernel
+    /// without `dot`, those defined by any elementwise expression (a conversion of a load, the arithmetic of layer norm's
+    /// normalization...): where its phase is split, the value takes no registers until then (a
+    /// stored block takes one per value). An elementwise value without transcendental
+    /// functions may be read more than once when every read is in the one statement that uses
+    /// it, in that statement's own phase (`x * x` of layer norm's variance): each read computes
+    /// it again from the same chunk registers, and the code generator computes a `where_` of
+    /// such values as a select, so the copies are one (see `DevGen::speculable`). Read by two
+    /// statements, a value is stored: evaluated at both, its loads' chunks take more registers
+    /// than the stored block (see BENCHMARKS.md, session 28).
     /// The use is a `let`, assignment or store that follows the definition with only `let`s in
     /// between, none of them an atomic. `uses`: how many expressions read each local.
     pub(crate) fn single_use_values(&self, lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, uses: &[usize]) -> Vec<LocalId> {
         let k = self.k;
         let mut out = Vec::new();
         let has_dots = k.exprs.iter().any(|e| matches!(e.kind, ExprKind::Dot { .. }));
-        let chunked = |v: ExprId| {
-            let n: usize = self.shapes[v].iter().product();
-            self.per_thread(n) / self.vec_width(n).max(1) >= super::MIN_SPLIT_CHUNKS
-        };
+        let chunked = |v: ExprId| self.vec_width(self.shapes[v].iter().product()) >= 2;
         // Whether the value `v` of a local read once may be evaluated at its use.
         let inlinable = |v: ExprId| match &k.exprs[v].kind {
             ExprKind::Load { .. } => true,
@@ -85,15 +86,20 @@ impl DevicePlan<'_> {
             _ => self.is_elementwise(v),
         };
         #[allow(clippy::too_many_arguments)]
-        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, inlinable: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
+        let has_transcendental = |v: ExprId| self.has_transcendental(v, &[]);
+        #[allow(clippy::too_many_arguments)]
+        fn scan(k: &Kernel, stmts: &[Stmt], uses: &[usize], lets: &HashMap<LocalId, ExprId>, assigns: &HashMap<LocalId, Vec<ExprId>>, inlinable: &dyn Fn(ExprId) -> bool, has_transcendental: &dyn Fn(ExprId) -> bool, out: &mut Vec<LocalId>) {
             for (i, s) in stmts.iter().enumerate() {
                 for b in s.bodies() {
-                    scan(k, b, uses, lets, assigns, inlinable, out);
+                    scan(k, b, uses, lets, assigns, inlinable, has_transcendental, out);
                 }
                 match s {
                     Stmt::Let { local, value } => {
                         let l = *local;
-                        if !inlinable(*value) || uses[l] != 1 || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
+                        // Read more than once: a load's chunks are read once for all its reads,
+                        // but other values are computed again at each (see below).
+                        let once = uses[l] == 1 || (!matches!(k.exprs[*value].kind, ExprKind::Load { .. }) && !has_transcendental(*value));
+                        if !inlinable(*value) || !once || assigns.contains_key(&l) || k.locals[l].ty.is_scalar() || !lets.contains_key(&l) {
                             continue;
                         }
                         for later in &stmts[i + 1..] {
@@ -107,7 +113,12 @@ impl DevicePlan<'_> {
                                 _ => break,
                             };
                             if roots.iter().any(|r| uses_local(k, *r, l)) {
-                                out.push(l);
+                                // Every read in this statement: computed at each within one phase.
+                                let mut reads = HashSet::new();
+                                roots.iter().for_each(|r| local_reads(k, *r, l, &mut reads));
+                                if uses[l] == 1 || reads.len() == uses[l] {
+                                    out.push(l);
+                                }
                                 break;
                             }
                             // Not moved past another statement, nor past an atomic, which may
@@ -121,7 +132,7 @@ impl DevicePlan<'_> {
                 }
             }
         }
-        scan(k, &k.body, uses, lets, assigns, &inlinable, &mut out);
+        scan(k, &k.body, uses, lets, assigns, &inlinable, &has_transcendental, &mut out);
         out
     }
 
@@ -234,3 +245,15 @@ impl DevicePlan<'_> {
     }
 }
 
+
+/// The expressions in `e` that read local `l` in the phase of `e`'s own elements: not through
+/// other locals, and not inside a `dot`, reduction or scan (computed in phases of their own).
+fn local_reads(k: &Kernel, e: ExprId, l: LocalId, out: &mut HashSet<ExprId>) {
+    match &k.exprs[e].kind {
+        ExprKind::Local(x) if *x == l => {
+            out.insert(e);
+        }
+        ExprKind::Dot { .. } | ExprKind::Reduce { .. } | ExprKind::Scan { .. } | ExprKind::ReduceWith { .. } => {}
+        other => other.operands().into_iter().for_each(|c| local_reads(k, c, l, out)),
+    }
+}
